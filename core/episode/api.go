@@ -1,0 +1,89 @@
+// Package episode plays one task of a bundle as one episode: deploy the
+// env, run setup, open the model's turns, run its tool calls, score, tear
+// down. This file is the contract the server plays episodes through.
+package episode
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Tool is a tool offered to the model, as an OpenAI function schema:
+// {"type":"function","function":{"name":...,"description":...,"parameters":{...}}}.
+type Tool struct {
+	Type     string   `json:"type"`
+	Function Function `json:"function"`
+}
+
+// Function is the function part of a Tool.
+type Function struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// Request says which task to play and how.
+type Request struct {
+	Split      string `json:"split,omitempty"`
+	Index      *int   `json:"index,omitempty"`
+	TaskID     string `json:"task_id,omitempty"`
+	ToolFormat string `json:"tool_format,omitempty"` // "" = the server's default
+	MaxTurns   int    `json:"max_turns,omitempty"`   // 0 = no cap beyond the task's own
+	EpisodeID  string `json:"episode_id,omitempty"`  // "" = generated
+}
+
+// Observation is what the model's side sees after a reset or a step.
+type Observation struct {
+	EpisodeID string `json:"episode_id"`
+	TaskID    string `json:"task_id"`
+	// Messages: after Start, the opening prompt (system, user); after a
+	// step, the tool messages answering the reply's calls, and the next
+	// prompt as a user message when a turn ends and another opens.
+	Messages []Message `json:"messages"`
+	// Tools offered in the open turn; set by Start and when a new turn opens.
+	Tools []Tool `json:"tools,omitempty"`
+	Turn  int    `json:"turn"` // model replies taken so far
+	Done  bool   `json:"done"`
+	// Reward is set when Done.
+	Reward *float64 `json:"reward,omitempty"`
+	// Metrics is set when Done: score/<step id>, tool_calls, unparsed_calls,
+	// turns, failed (0/1).
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+}
+
+// Code classifies an episode failure; the server sends it as the wire
+// error code.
+type Code string
+
+const (
+	CodeValidation Code = "VALIDATION_ERROR" // bad request (unknown split, bad index, ...)
+	CodeNotFound   Code = "NOT_FOUND"        // no such task
+	CodeDeploy     Code = "DEPLOY_FAILED"    // the env could not be deployed or set up
+	CodeExecution  Code = "EXECUTION_ERROR"  // the env or a plugin failed mid-episode
+	CodeUnscored   Code = "UNSCORED"         // the episode ended with no score
+)
+
+// Error is an episode failure with its code.
+type Error struct {
+	Code Code
+	Err  error
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %v", e.Code, e.Err) }
+func (e *Error) Unwrap() error { return e.Err }
+
+// CodeOf returns the code of err, or CodeExecution when it carries none.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeExecution
+}

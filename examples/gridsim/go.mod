@@ -1,0 +1,13 @@
+module github.com/agentenv/agentenv/examples/gridsim
+
+go 1.26
+
+require (
+	github.com/agentenv/agentenv/sdk v0.0.0-00010101000000-000000000000
+	github.com/agentenv/agentenv/core v0.0.0-00010101000000-000000000000
+)
+
+replace (
+	github.com/agentenv/agentenv/sdk => ../../sdk
+	github.com/agentenv/agentenv/core => ../../core
+)

@@ -1,0 +1,3 @@
+module github.com/agentenv/agentenv/sdk
+
+go 1.26

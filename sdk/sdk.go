@@ -1,0 +1,48 @@
+// Package sdk holds what every agentenv plugin shares: its Info, the
+// go-plugin handshake and the protocol versions the host and a plugin
+// negotiate. The per-kind interfaces live in sdk/sandbox, sdk/toolformat
+// and sdk/reward; each has a Serve function that is the whole main() of a
+// plugin binary.
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Kind names one of the three plugin kinds.
+type Kind string
+
+const (
+	KindSandbox    Kind = "sandbox"
+	KindToolFormat Kind = "toolformat"
+	KindReward     Kind = "reward"
+)
+
+// Kinds lists every plugin kind in a stable order.
+var Kinds = []Kind{KindSandbox, KindToolFormat, KindReward}
+
+// Info describes a plugin. Every plugin answers it; the host shows it in
+// `agentenv plugins list` and validates configuration against ConfigSchema.
+type Info struct {
+	Name    string // e.g. "mean"; the binary is agentenv-<kind>-<name>
+	Kind    Kind
+	Version string // the plugin's own version, free form (semver advised)
+	// Protocols the plugin serves; filled in by Serve, not by the author.
+	Protocols []int
+	// ConfigSchema is a JSON Schema (draft 2020-12) for the plugin's
+	// configuration. Empty means the plugin takes no configuration.
+	ConfigSchema json.RawMessage
+}
+
+// Informer is implemented by every plugin.
+type Informer interface {
+	Info() Info
+}
+
+// Configurer is implemented by plugins that take configuration. The host
+// validates the configuration against Info.ConfigSchema before calling
+// Configure, so Configure only sees documents the schema accepts.
+type Configurer interface {
+	Configure(ctx context.Context, config json.RawMessage) error
+}
