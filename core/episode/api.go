@@ -4,6 +4,7 @@
 package episode
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -86,4 +87,30 @@ func CodeOf(err error) Code {
 		return e.Code
 	}
 	return CodeExecution
+}
+
+// Episode is one episode in play. Its methods are called from one
+// goroutine at a time (one WebSocket session), except Close, which may be
+// called concurrently with Start or Step (shutdown) and makes them return.
+type Episode interface {
+	ID() string
+	// Start deploys the env, runs setup and opens the first turn.
+	Start(ctx context.Context) (Observation, error)
+	// Step takes one model reply and answers it. A reply that ends the
+	// last turn (or the max_turns-th reply) scores the episode: Done.
+	Step(ctx context.Context, reply string) (Observation, error)
+	// Close tears the episode down. It is idempotent and always runs the
+	// teardown, whatever state the episode is in.
+	Close(ctx context.Context) error
+}
+
+// Player makes episodes. The engine implements it; the server plays
+// through it.
+type Player interface {
+	// Play resolves the request to a task and returns an episode ready to
+	// Start. Errors carry CodeValidation or CodeNotFound.
+	Play(req Request) (Episode, error)
+	// Tools returns the tools of a toolset as offered to the model,
+	// deploying one env for the toolset the first time and caching it.
+	Tools(ctx context.Context, toolset string) ([]Tool, error)
 }
