@@ -1,0 +1,223 @@
+// Package envclient talks to an env: an MCP streamable-HTTP server at
+// <endpoint>/mcp. It waits for the env to answer, lists its tools and calls
+// them with a deadline each.
+package envclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tool is one tool an env serves.
+type Tool struct {
+	Name        string
+	Description string
+	// InputSchema is the tool's JSON Schema for its arguments (an object schema).
+	InputSchema json.RawMessage
+}
+
+// Result is the outcome of a tool call that the env answered.
+type Result struct {
+	// Text is the result's content as text: text parts joined by newlines,
+	// other parts described in brackets.
+	Text string
+	// IsError is set when the tool reported an error; Text says what.
+	IsError bool
+}
+
+// Options tune Connect. The zero value is usable.
+type Options struct {
+	// AttemptTimeout bounds one initialize attempt (default 2s).
+	AttemptTimeout time.Duration
+	// RetryInterval is the pause between attempts (default 50ms, doubling to 500ms).
+	RetryInterval time.Duration
+	// ClientName is sent in initialize (default "agentenv").
+	ClientName string
+}
+
+// Client is a live MCP session with one env. Its methods are safe for
+// concurrent use.
+type Client struct {
+	endpoint  string
+	transport *http.Transport
+	session   *mcp.ClientSession
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// MCPURL returns the MCP endpoint of an env whose base URL is endpoint.
+func MCPURL(endpoint string) string {
+	return strings.TrimRight(endpoint, "/") + "/mcp"
+}
+
+// Connect opens a session with the env at endpoint (its base URL), retrying
+// initialize until the env answers or ctx ends. ctx should carry the
+// readiness deadline; without one Connect retries until ctx is cancelled.
+func Connect(ctx context.Context, endpoint string, opts Options) (*Client, error) {
+	if opts.AttemptTimeout <= 0 {
+		opts.AttemptTimeout = 2 * time.Second
+	}
+	if opts.RetryInterval <= 0 {
+		opts.RetryInterval = 50 * time.Millisecond
+	}
+	if opts.ClientName == "" {
+		opts.ClientName = "agentenv"
+	}
+	url := MCPURL(endpoint)
+	wait := opts.RetryInterval
+	var lastErr error
+	for attempt := 1; ; attempt++ {
+		c, err := connectOnce(ctx, url, opts)
+		if err == nil {
+			return c, nil
+		}
+		lastErr = err
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, fmt.Errorf("env at %s not ready after %d attempts: %w (last error: %v)", url, attempt, ctx.Err(), lastErr)
+		case <-timer.C:
+		}
+		wait = min(wait*2, 500*time.Millisecond)
+	}
+}
+
+func connectOnce(ctx context.Context, url string, opts Options) (*Client, error) {
+	// A transport per client: closing it drops the env's connections, and
+	// one env's stalls never hold another's pool.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil // envs are local or private; never route them through a proxy
+	client := mcp.NewClient(&mcp.Implementation{Name: opts.ClientName, Version: "1"}, nil)
+	transport := &mcp.StreamableClientTransport{
+		Endpoint:   url,
+		HTTPClient: &http.Client{Transport: tr},
+		// Requests and responses are all the engine needs; the standalone
+		// stream would hold a connection open per episode for nothing.
+		DisableStandaloneSSE: true,
+		MaxRetries:           -1,
+	}
+	actx, cancel := context.WithTimeout(ctx, opts.AttemptTimeout)
+	defer cancel()
+	session, err := client.Connect(actx, transport, nil)
+	if err != nil {
+		tr.CloseIdleConnections()
+		return nil, err
+	}
+	return &Client{endpoint: url, transport: tr, session: session}, nil
+}
+
+// Endpoint is the MCP URL the client talks to.
+func (c *Client) Endpoint() string { return c.endpoint }
+
+// ListTools returns every tool the env serves, following pagination.
+func (c *Client) ListTools(ctx context.Context) ([]Tool, error) {
+	var tools []Tool
+	params := &mcp.ListToolsParams{}
+	for page := 0; ; page++ {
+		if page > 1000 {
+			return nil, fmt.Errorf("listing tools of %s: more than 1000 pages; the env's cursor does not advance", c.endpoint)
+		}
+		res, err := c.session.ListTools(ctx, params)
+		if err != nil {
+			return nil, fmt.Errorf("listing tools of %s: %w", c.endpoint, err)
+		}
+		for _, t := range res.Tools {
+			schema, err := json.Marshal(t.InputSchema)
+			if err != nil {
+				return nil, fmt.Errorf("listing tools of %s: tool %q: input schema: %w", c.endpoint, t.Name, err)
+			}
+			if t.InputSchema == nil {
+				schema = json.RawMessage(`{"type":"object"}`)
+			}
+			tools = append(tools, Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		}
+		if res.NextCursor == "" {
+			return tools, nil
+		}
+		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
+	}
+}
+
+// ErrTimeout is wrapped by CallTool when the env does not answer in time.
+var ErrTimeout = errors.New("tool call timed out")
+
+// CallTool calls a tool with arguments (a JSON object; empty means {}),
+// waiting at most timeout (0 = only ctx bounds it). A tool that reports an
+// error is a Result with IsError, not an error; an error means the env did
+// not answer properly (down, timed out, protocol error).
+func (c *Client) CallTool(ctx context.Context, name string, arguments json.RawMessage, timeout time.Duration) (Result, error) {
+	args := map[string]any{}
+	if len(arguments) > 0 && string(arguments) != "null" {
+		if err := json.Unmarshal(arguments, &args); err != nil {
+			return Result{}, fmt.Errorf("calling %s: arguments are not a JSON object: %w", name, err)
+		}
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	res, err := c.session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			if timeout > 0 {
+				return Result{}, fmt.Errorf("calling %s on %s: no answer within %s: %w", name, c.endpoint, timeout, ErrTimeout)
+			}
+			return Result{}, fmt.Errorf("calling %s on %s: %w: %w", name, c.endpoint, ErrTimeout, ctx.Err())
+		}
+		return Result{}, fmt.Errorf("calling %s on %s: %w", name, c.endpoint, err)
+	}
+	return Result{Text: ResultText(res), IsError: res.IsError}, nil
+}
+
+// ResultText renders a tool result's content as text.
+func ResultText(res *mcp.CallToolResult) string {
+	parts := make([]string, 0, len(res.Content))
+	for _, c := range res.Content {
+		switch v := c.(type) {
+		case *mcp.TextContent:
+			parts = append(parts, v.Text)
+		case *mcp.ImageContent:
+			parts = append(parts, fmt.Sprintf("[image %s, %d bytes]", v.MIMEType, len(v.Data)))
+		case *mcp.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes]", v.MIMEType, len(v.Data)))
+		case *mcp.ResourceLink:
+			parts = append(parts, fmt.Sprintf("[resource %s]", v.URI))
+		case *mcp.EmbeddedResource:
+			if v.Resource != nil && v.Resource.Text != "" {
+				parts = append(parts, v.Resource.Text)
+			} else if v.Resource != nil {
+				parts = append(parts, fmt.Sprintf("[resource %s]", v.Resource.URI))
+			}
+		default:
+			b, _ := json.Marshal(c)
+			parts = append(parts, string(b))
+		}
+	}
+	if len(parts) == 0 && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			return string(b)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Close ends the session and drops the client's connections. It is
+// idempotent; the SDK bounds the session DELETE, so a dead env cannot make
+// it hang.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.closeErr = c.session.Close()
+		c.transport.CloseIdleConnections()
+	})
+	return c.closeErr
+}

@@ -1,0 +1,204 @@
+// Command testenv is a small env for agentenv's own tests: an MCP
+// streamable-HTTP server at 127.0.0.1:$AGENTENV_PORT/mcp with a setup tool
+// (load_puzzle), play tools (add, guess, echo, write_note, sleep, crash) and a
+// grading tool (grade). Environment knobs make it fail in the ways the
+// engine and sandboxes must survive:
+//
+//	TESTENV_FAIL_START=1    exit 2 before listening
+//	TESTENV_START_DELAY=d   wait d (a Go duration) before listening
+//	TESTENV_IGNORE_TERM=1   ignore SIGTERM, so only SIGKILL stops it
+//	TESTENV_CHILD=1         start a child process (this binary, "child") in
+//	                        the same process group, to test group teardown
+//	TESTENV_GRADE_ERROR=1   grade reports a tool error
+//	TESTENV_GRADE_TEXT=s    grade answers s instead of a number
+//	TESTENV_PAGE_SIZE=n     list tools n per page
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// puzzle is the env's state: reach target from start with add, or guess it.
+type puzzle struct {
+	mu      sync.Mutex
+	loaded  bool
+	target  int
+	value   int
+	guessed bool
+}
+
+type loadIn struct {
+	Target int `json:"target" jsonschema:"the number to reach"`
+	Start  int `json:"start,omitempty" jsonschema:"the starting value"`
+}
+
+type addIn struct {
+	N int `json:"n" jsonschema:"how much to add (may be negative)"`
+}
+
+type guessIn struct {
+	Value int `json:"value" jsonschema:"the guessed target"`
+}
+
+type echoIn struct {
+	Text string `json:"text" jsonschema:"text to echo back"`
+}
+
+type noteIn struct {
+	Text string `json:"text" jsonschema:"text written to note.txt in the env's working directory"`
+}
+
+type sleepIn struct {
+	Seconds float64 `json:"seconds" jsonschema:"how long to sleep"`
+}
+
+type empty struct{}
+
+func text(format string, args ...any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
+}
+
+func newServer(p *puzzle) *mcp.Server {
+	opts := &mcp.ServerOptions{}
+	if n, err := strconv.Atoi(os.Getenv("TESTENV_PAGE_SIZE")); err == nil && n > 0 {
+		opts.PageSize = n
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "testenv", Version: "1"}, opts)
+
+	mcp.AddTool(s, &mcp.Tool{Name: "load_puzzle", Description: "Set up the puzzle (setup step)."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in loadIn) (*mcp.CallToolResult, any, error) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.loaded, p.target, p.value, p.guessed = true, in.Target, in.Start, false
+			return text("puzzle loaded: start at %d", in.Start), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "Add n to the current value; returns the new value."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, any, error) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if !p.loaded {
+				return nil, nil, errors.New("no puzzle loaded")
+			}
+			p.value += in.N
+			// Written for command verifiers, which read the env's working dir.
+			if err := os.WriteFile("value.txt", []byte(strconv.Itoa(p.value)), 0o644); err != nil {
+				return nil, nil, err
+			}
+			return text("%d", p.value), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "guess", Description: "Guess the target."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in guessIn) (*mcp.CallToolResult, any, error) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if !p.loaded {
+				return nil, nil, errors.New("no puzzle loaded")
+			}
+			switch {
+			case in.Value < p.target:
+				return text("too low"), nil, nil
+			case in.Value > p.target:
+				return text("too high"), nil, nil
+			}
+			p.guessed = true
+			return text("correct"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo text back."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return text("%s", in.Text), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "write_note", Description: "Write text to note.txt."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, any, error) {
+			if err := os.WriteFile("note.txt", []byte(in.Text), 0o644); err != nil {
+				return nil, nil, err
+			}
+			return text("written"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Sleep, then answer (to test deadlines)."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
+			// Deliberately ignores ctx: a hung env does not listen to cancellation.
+			time.Sleep(time.Duration(in.Seconds * float64(time.Second)))
+			return text("slept"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exit at once (to test env crashes)."},
+		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
+			os.Exit(3)
+			return nil, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "grade", Description: "Score the episode: 1 when the value or a guess hit the target, else 0."},
+		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
+			if os.Getenv("TESTENV_GRADE_ERROR") == "1" {
+				return nil, nil, errors.New("grader broke")
+			}
+			if t := os.Getenv("TESTENV_GRADE_TEXT"); t != "" {
+				return text("%s", t), nil, nil
+			}
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if !p.loaded {
+				return nil, nil, errors.New("no puzzle loaded")
+			}
+			if p.guessed || p.value == p.target {
+				return text("1"), nil, nil
+			}
+			return text("0"), nil, nil
+		})
+	return s
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "child" {
+		// A child that lives until its process group is killed.
+		select {}
+	}
+	if os.Getenv("TESTENV_FAIL_START") == "1" {
+		fmt.Fprintln(os.Stderr, "testenv: failing to start as asked (TESTENV_FAIL_START=1)")
+		os.Exit(2)
+	}
+	if d, err := time.ParseDuration(os.Getenv("TESTENV_START_DELAY")); err == nil {
+		time.Sleep(d)
+	}
+	if os.Getenv("TESTENV_IGNORE_TERM") == "1" {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	if os.Getenv("TESTENV_CHILD") == "1" {
+		self, err := os.Executable()
+		if err != nil {
+			log.Fatalf("testenv: %v", err)
+		}
+		child := exec.Command(self, "child")
+		if err := child.Start(); err != nil {
+			log.Fatalf("testenv: starting child: %v", err)
+		}
+		fmt.Fprintf(os.Stderr, "testenv: child pid %d\n", child.Process.Pid)
+	}
+	port := os.Getenv("AGENTENV_PORT")
+	if port == "" {
+		port = "18765"
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", port))
+	if err != nil {
+		log.Fatalf("testenv: %v", err)
+	}
+	p := &puzzle{}
+	server := newServer(p)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	fmt.Fprintf(os.Stderr, "testenv: listening on %s\n", ln.Addr())
+	if err := http.Serve(ln, mux); err != nil {
+		log.Fatalf("testenv: %v", err)
+	}
+}

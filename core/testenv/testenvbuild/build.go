@@ -1,0 +1,65 @@
+// Package testenvbuild builds the testenv binary for tests and finds its
+// processes, so suites can assert that no env outlives them.
+package testenvbuild
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+)
+
+// Build compiles the testenv command into dir and returns the binary's
+// absolute path.
+func Build(dir string) (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("testenvbuild: cannot locate the testenv sources")
+	}
+	src := filepath.Dir(filepath.Dir(file))
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(abs, "testenv")
+	cmd := exec.Command("go", "build", "-o", out, ".")
+	cmd.Dir = src
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("testenvbuild: go build in %s: %w\n%s", src, err, msg)
+	}
+	return out, nil
+}
+
+// Procs returns the pids of live (non-zombie) processes whose command line
+// starts with bin, the binary's absolute path.
+func Procs(bin string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		arg0, _, _ := bytes.Cut(cmdline, []byte{0})
+		if string(arg0) != bin {
+			continue
+		}
+		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+			if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+				continue
+			}
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
