@@ -8,6 +8,7 @@ package sdk
 import (
 	"context"
 	"encoding/json"
+	"errors"
 )
 
 // Kind names one of the three plugin kinds.
@@ -46,3 +47,11 @@ type Informer interface {
 type Configurer interface {
 	Configure(ctx context.Context, config json.RawMessage) error
 }
+
+// ErrNotFound is returned (wrapped) for an id a plugin does not know; it
+// survives the trip from plugin to host.
+var ErrNotFound = errors.New("not found")
+
+// ErrUnsupported is returned (wrapped) by optional calls a plugin does not
+// implement; it survives the trip from plugin to host.
+var ErrUnsupported = errors.New("unsupported")

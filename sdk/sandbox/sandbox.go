@@ -4,7 +4,6 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 
 	"github.com/agentenv/agentenv/sdk"
 )
@@ -45,11 +44,12 @@ type ExecResult struct {
 }
 
 // ErrNotFound is returned (wrapped) by Terminate and Exec for an id the
-// sandbox does not know.
-var ErrNotFound = errors.New("sandbox not found")
+// sandbox does not know. It is sdk.ErrNotFound, so it survives the wire.
+var ErrNotFound = sdk.ErrNotFound
 
-// ErrExecUnsupported is returned by Exec from sandboxes that cannot run commands.
-var ErrExecUnsupported = errors.New("sandbox does not support exec")
+// ErrExecUnsupported is returned (wrapped) by Exec from sandboxes that
+// cannot run commands. It is sdk.ErrUnsupported, so it survives the wire.
+var ErrExecUnsupported = sdk.ErrUnsupported
 
 // Deployer deploys an env. Deploy returns once the env's port accepts
 // connections or fails; on failure nothing it created is left behind.

@@ -1,0 +1,44 @@
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+)
+
+// ProtocolVersion is the wire protocol this SDK speaks. It changes only
+// for breaking wire changes; features are negotiated through Info.
+const ProtocolVersion = 1
+
+// Handshake is shared by the host and every plugin. The cookie is not a
+// secret: it only stops a user from running a plugin binary by hand.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  ProtocolVersion,
+	MagicCookieKey:   "AGENTENV_PLUGIN_MAGIC_COOKIE",
+	MagicCookieValue: "6f0b3c1e-agentenv-plugin",
+}
+
+// Remote is what the host can ask of any plugin it dispensed, besides the
+// calls of the plugin's kind.
+type Remote interface {
+	RemoteInfo(ctx context.Context) (Info, error)
+	Configure(ctx context.Context, config json.RawMessage) error
+}
+
+// PluginError is an error a plugin returned, as the host sees it: the
+// plugin's own message, with the gRPC code kept for callers that need to
+// tell a crashed plugin (codes.Unavailable) from a refused call.
+type PluginError struct {
+	Code    codes.Code
+	Message string
+}
+
+func (e *PluginError) Error() string { return e.Message }
+
+// Unavailable reports whether the plugin process could not be reached
+// (crashed, killed, or shutting down) rather than refusing the call.
+func (e *PluginError) Unavailable() bool {
+	return e.Code == codes.Unavailable
+}

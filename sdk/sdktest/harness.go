@@ -1,0 +1,99 @@
+// Package sdktest lets plugin authors test their plugins the way the host
+// uses them: through real gRPC, in-process (the harness) or as a real
+// subprocess (Launch), and against the conformance suite of their kind.
+package sdktest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/agentenv/agentenv/sdk"
+	"github.com/agentenv/agentenv/sdk/host"
+	"github.com/agentenv/agentenv/sdk/reward"
+	"github.com/agentenv/agentenv/sdk/sandbox"
+	"github.com/agentenv/agentenv/sdk/toolformat"
+)
+
+// dispense serves p over an in-process gRPC connection and returns the
+// host-side client for kind.
+func dispense(t testing.TB, kind sdk.Kind, p plugin.Plugin) any {
+	t.Helper()
+	client, _ := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{string(kind): p})
+	t.Cleanup(func() { _ = client.Close() })
+	raw, err := client.Dispense(string(kind))
+	if err != nil {
+		t.Fatalf("dispense %s plugin: %v", kind, err)
+	}
+	return raw
+}
+
+// Reward serves p in-process over real gRPC and returns the host's client.
+func Reward(t testing.TB, p reward.Plugin) *reward.Client {
+	t.Helper()
+	return dispense(t, sdk.KindReward, &reward.GRPCPlugin{Impl: p}).(*reward.Client)
+}
+
+// ToolFormat serves p in-process over real gRPC and returns the host's client.
+func ToolFormat(t testing.TB, p toolformat.Plugin) *toolformat.Client {
+	t.Helper()
+	return dispense(t, sdk.KindToolFormat, &toolformat.GRPCPlugin{Impl: p}).(*toolformat.Client)
+}
+
+// Sandbox serves p in-process over real gRPC and returns the host's client.
+func Sandbox(t testing.TB, p sandbox.Plugin) *sandbox.Client {
+	t.Helper()
+	return dispense(t, sdk.KindSandbox, &sandbox.GRPCPlugin{Impl: p}).(*sandbox.Client)
+}
+
+// Build compiles the main package pkg (an import path or a directory, as
+// `go build` takes it) into a temp dir and returns the binary's path.
+func Build(t testing.TB, pkg string, extraArgs ...string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	args := append([]string{"build", "-o", out}, extraArgs...)
+	args = append(args, pkg)
+	cmd := exec.Command("go", args...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+// Launch starts the plugin binary at path as a real subprocess, the way
+// the host does (gRPC only, AutoMTLS), and returns the dispensed client
+// for kind: a *reward.Client, *toolformat.Client or *sandbox.Client. The
+// process is killed when the test ends.
+func Launch(t testing.TB, kind sdk.Kind, path string, args ...string) any {
+	t.Helper()
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  sdk.Handshake,
+		VersionedPlugins: host.PluginSets(),
+		Cmd:              exec.Command(path, args...),
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		Logger: hclog.New(&hclog.LoggerOptions{
+			Name: filepath.Base(path), Output: os.Stderr, Level: hclog.Warn,
+		}),
+	})
+	t.Cleanup(client.Kill)
+	rpc, err := client.Client()
+	if err != nil {
+		t.Fatalf("start plugin %s: %v", path, err)
+	}
+	raw, err := rpc.Dispense(string(kind))
+	if err != nil {
+		t.Fatalf("dispense %s from %s: %v", kind, path, err)
+	}
+	if r, ok := raw.(sdk.Remote); ok {
+		if _, err := r.RemoteInfo(context.Background()); err != nil {
+			t.Fatalf("plugin %s does not answer Info: %v", path, err)
+		}
+	}
+	return raw
+}
