@@ -1,0 +1,38 @@
+# Run `make help` for the targets.
+PKGS := github.com/agentenv/agentenv/...
+GO ?= go
+# Pinned code generators for `make proto` (protoc itself: Debian's protobuf-compiler 3.21.12).
+PROTOC_GEN_GO := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+GOBIN_DIR := $(CURDIR)/.tools/bin
+
+.PHONY: help build test lint proto proto-check bench fuzz
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+build: ## build bin/agentenv (first-party plugins compiled in)
+	$(GO) build -o bin/agentenv ./cmd/agentenv
+
+test: ## go test -race over every module of the workspace
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+lint: ## gofmt and go vet over every module
+	@out=$$(gofmt -l $$($(GO) list -f '{{.Dir}}' $(PKGS))); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+$(GOBIN_DIR)/protoc-gen-go $(GOBIN_DIR)/protoc-gen-go-grpc:
+	GOBIN=$(GOBIN_DIR) $(GO) install $(PROTOC_GEN_GO)
+	GOBIN=$(GOBIN_DIR) $(GO) install $(PROTOC_GEN_GO_GRPC)
+
+proto: $(GOBIN_DIR)/protoc-gen-go $(GOBIN_DIR)/protoc-gen-go-grpc ## regenerate sdk/internal/pb from sdk/proto
+	cd sdk && PATH=$(GOBIN_DIR):$$PATH protoc -I proto \
+		--go_out=. --go_opt=module=github.com/agentenv/agentenv/sdk \
+		--go-grpc_out=. --go-grpc_opt=module=github.com/agentenv/agentenv/sdk \
+		proto/agentenv/plugin/v1/plugin.proto
+
+proto-check: proto ## fail when the committed generated code is stale
+	@git diff --exit-code -- sdk/internal/pb || { echo "generated code is stale: run make proto and commit"; exit 1; }
+
+bench: ## run the benchmarks (numbers go in docs/performance.md)
+	$(GO) test -run '^$$' -bench . -benchtime 2s $(PKGS)
