@@ -1,9 +1,208 @@
 package bundle
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// unsupportedKinds are folders of the Python framework's bundles that
+// agentenv does not read; refusing them beats silently ignoring them.
+var unsupportedKinds = map[string]bool{"agents": true, "artifacts": true, "skills": true}
 
 // Load reads and validates the bundle in dir. On any problem it returns a
-// *LoadError listing them and no bundle.
+// *LoadError listing them (file, line, what is wrong) and no bundle.
 func Load(dir string, opts Options) (*Bundle, error) {
-	return nil, errors.New("bundle.Load: not implemented yet")
+	max := opts.MaxErrors
+	if max <= 0 {
+		max = 20
+	}
+	info, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", dir, err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("bundle %s: not a folder", dir)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", dir, err)
+	}
+	ps := &problems{max: max}
+	b := &Bundle{Dir: dir, Name: filepath.Base(abs)}
+
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		switch name := e.Name(); {
+		case name == "bundle.toml":
+			ps.add(filepath.Join(dir, name), 0, "bundle.toml is reserved and not read: a bundle takes its name from its folder and its description from README.md; remove it")
+		case e.IsDir() && unsupportedKinds[name]:
+			ps.add(filepath.Join(dir, name), 0, "%s/ is not supported: a bundle holds envs/, tasks/ and evals/", name)
+		}
+	}
+	b.Description, err = readDescription(filepath.Join(dir, "README.md"))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		b.Warnings = append(b.Warnings, "no README.md: the bundle has no description")
+	case err != nil:
+		ps.add(filepath.Join(dir, "README.md"), 0, "cannot read: %v", err)
+	}
+
+	b.Envs = loadEnvs(dir, ps)
+	b.Tasks = loadTasks(dir, b.Envs, ps)
+	if ps.count() == 0 {
+		b.tasks = make(map[string]*Task, len(b.Tasks))
+		for _, t := range b.Tasks {
+			b.tasks[t.ID] = t
+		}
+	}
+	evals := loadEvals(dir, b, ps)
+	if err := ps.err(dir); err != nil {
+		return nil, err
+	}
+
+	b.Splits = append([]*Split{{Name: SplitAll, Tasks: b.Tasks}}, evals...)
+	b.splits = make(map[string]*Split, len(b.Splits))
+	for _, s := range b.Splits {
+		b.splits[s.Name] = s
+	}
+	b.assignToolsets()
+	used := map[string]bool{}
+	for _, ts := range b.toolsets {
+		for _, e := range ts.Envs {
+			used[e] = true
+		}
+	}
+	for _, name := range sortedKeys(b.Envs) {
+		if !used[name] {
+			b.Warnings = append(b.Warnings, fmt.Sprintf("env %s: no task deploys it", name))
+		}
+	}
+	return b, nil
+}
+
+// loadTasks reads tasks/: task files in name order, each followed by its
+// seeded tasks in line order.
+func loadTasks(dir string, envs map[string]*Env, ps *problems) []*Task {
+	root := filepath.Join(dir, "tasks")
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		ps.add(root, 0, "missing: a bundle needs at least one task (tasks/<name>.json)")
+		return nil
+	}
+	if err != nil {
+		ps.add(root, 0, "cannot read: %v", err)
+		return nil
+	}
+	families := map[string]bool{}
+	seeds := map[string]bool{}
+	for _, e := range entries {
+		name := e.Name()
+		path := filepath.Join(root, name)
+		switch {
+		case strings.HasPrefix(name, "."):
+		case e.IsDir():
+			ps.add(path, 0, "task folders are not supported: a task is tasks/<name>.json")
+		case strings.HasSuffix(name, ".seeds.jsonl"):
+			seeds[strings.TrimSuffix(name, ".seeds.jsonl")] = true
+		case strings.HasSuffix(name, ".json"):
+			family := strings.TrimSuffix(name, ".json")
+			if !validName(family) {
+				ps.add(path, 0, "task name %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", family)
+				continue
+			}
+			families[family] = true
+		default:
+			ps.add(path, 0, "not a task file: tasks/ holds <name>.json and <name>.seeds.jsonl")
+		}
+	}
+	for name := range seeds {
+		if !families[name] {
+			ps.add(filepath.Join(root, name+".seeds.jsonl"), 0, "no task file %s.json for these seeds", name)
+		}
+	}
+	if len(families) == 0 && ps.count() == 0 {
+		ps.add(root, 0, "no task files: a bundle needs at least one task (tasks/<name>.json)")
+	}
+	var tasks []*Task
+	for _, name := range sortedKeys(families) {
+		seedsFile := ""
+		if seeds[name] {
+			seedsFile = filepath.Join(root, name+".seeds.jsonl")
+		}
+		tasks = append(tasks, loadFamily(name, filepath.Join(root, name+".json"), seedsFile, envs, ps)...)
+	}
+	return tasks
+}
+
+// loadFamily loads one task file and, with a seeds file, its seeded tasks.
+func loadFamily(name, file, seedsFile string, envs map[string]*Env, ps *problems) []*Task {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		ps.add(file, 0, "cannot read: %v", err)
+		return nil
+	}
+	root, err := parseJSON(data)
+	var je *jsonError
+	if errors.As(err, &je) {
+		ps.add(file, je.line, "%s", je.msg)
+	} else if err != nil {
+		ps.add(file, 0, "%v", err)
+	}
+	var lines []seedLine
+	var keys map[string]bool
+	if seedsFile != "" {
+		sdata, err := os.ReadFile(seedsFile)
+		if err != nil {
+			ps.add(seedsFile, 0, "cannot read: %v", err)
+			return nil
+		}
+		lines, keys = parseSeeds(seedsFile, sdata, ps)
+	}
+	if root == nil {
+		return nil
+	}
+	t := compileTask(name, file, root, keys, ps)
+	if t == nil {
+		return nil
+	}
+	t.base = make([]Step, len(t.steps))
+	for i := range t.steps {
+		t.base[i] = t.steps[i].base()
+	}
+	ok := true
+	c := &checker{envs: envs, tmpl: t.steps}
+	c.check(t.base, func(i int, msg string) {
+		ok = false
+		line := root.line
+		if i >= 0 {
+			line = t.base[i].Line
+		}
+		ps.add(file, line, "%s", msg)
+	})
+	if !ok {
+		return nil
+	}
+	if seedsFile == "" {
+		return []*Task{{ID: name, Family: name, File: file, Line: 1, Steps: t.base, Toolset: toolsetKey(t.base)}}
+	}
+	if lines == nil {
+		return nil
+	}
+	return instantiate(t, seedsFile, lines, envs, ps)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
