@@ -1,0 +1,253 @@
+// Package local is the sandbox plugin for this machine. In process mode (an
+// env that declares a command) it runs the env as a plain process on a free
+// loopback port, in its own process group and temp dir. Every sandbox has a
+// state file, so a later plugin process can list and terminate what an
+// earlier one started. Docker mode (image-only envs) is not built yet.
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentenv/agentenv/sdk"
+	"github.com/agentenv/agentenv/sdk/sandbox"
+)
+
+// Version is the plugin's version.
+const Version = "0.1.0"
+
+const configSchema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "additionalProperties": false,
+  "properties": {
+    "state_dir": {
+      "type": "string",
+      "description": "Folder of the per-sandbox state files (default: <user cache dir>/agentenv/sandboxes)."
+    },
+    "grace": {
+      "type": "string",
+      "description": "How long Terminate waits after SIGTERM before SIGKILL, as a Go duration (default 5s)."
+    },
+    "ready_timeout": {
+      "type": "string",
+      "description": "How long Deploy waits for the env to answer MCP initialize when the caller sets no deadline (default 60s)."
+    },
+    "pass_env": {
+      "type": "array",
+      "items": {"type": "string"},
+      "description": "Names of this process's environment variables passed to envs (PATH always is)."
+    }
+  }
+}`
+
+// Config is the plugin's configuration (see the schema above).
+type Config struct {
+	StateDir     string
+	Grace        time.Duration
+	ReadyTimeout time.Duration
+	PassEnv      []string
+}
+
+// DefaultConfig is the configuration before Configure.
+func DefaultConfig() Config {
+	return Config{StateDir: defaultStateDir(), Grace: 5 * time.Second, ReadyTimeout: 60 * time.Second}
+}
+
+func defaultStateDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "agentenv", "sandboxes")
+}
+
+// Plugin is the local sandbox. Its methods are safe for concurrent use.
+type Plugin struct {
+	log hclog.Logger
+
+	mu    sync.Mutex
+	cfg   Config
+	procs map[string]*proc // sandboxes this process started, by id
+	ports map[int]struct{} // ports handed to live sandboxes of this process
+}
+
+var _ sandbox.Plugin = (*Plugin)(nil)
+var _ sdk.Configurer = (*Plugin)(nil)
+
+// New returns the local sandbox with the default configuration.
+func New() *Plugin {
+	return &Plugin{
+		log:   defaultLogger(),
+		cfg:   DefaultConfig(),
+		procs: map[string]*proc{},
+		ports: map[int]struct{}{},
+	}
+}
+
+// defaultLogger writes JSON to stderr, which the plugin host reads into its
+// own log; AGENTENV_LOG_LEVEL sets the level (default info).
+func defaultLogger() hclog.Logger {
+	level := hclog.LevelFromString(os.Getenv("AGENTENV_LOG_LEVEL"))
+	if level == hclog.NoLevel {
+		level = hclog.Info
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: "sandbox-local", Output: os.Stderr, JSONFormat: true, Level: level})
+}
+
+// SetLogger replaces the plugin's logger.
+func (p *Plugin) SetLogger(l hclog.Logger) { p.log = l }
+
+// Info describes the plugin.
+func (p *Plugin) Info() sdk.Info {
+	return sdk.Info{Name: "local", Kind: sdk.KindSandbox, Version: Version, ConfigSchema: json.RawMessage(configSchema)}
+}
+
+// Configure applies a configuration document (already checked against the
+// schema by the host; checked again here for direct callers).
+func (p *Plugin) Configure(_ context.Context, raw json.RawMessage) error {
+	var doc struct {
+		StateDir     *string  `json:"state_dir"`
+		Grace        *string  `json:"grace"`
+		ReadyTimeout *string  `json:"ready_timeout"`
+		PassEnv      []string `json:"pass_env"`
+	}
+	cfg := DefaultConfig()
+	if len(raw) > 0 && string(raw) != "null" {
+		dec := json.NewDecoder(strings.NewReader(string(raw)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&doc); err != nil {
+			return fmt.Errorf("sandbox-local config: %w", err)
+		}
+	}
+	if doc.StateDir != nil {
+		if *doc.StateDir == "" {
+			return fmt.Errorf("sandbox-local config: state_dir is empty")
+		}
+		abs, err := filepath.Abs(*doc.StateDir)
+		if err != nil {
+			return fmt.Errorf("sandbox-local config: state_dir %q: %w", *doc.StateDir, err)
+		}
+		cfg.StateDir = abs
+	}
+	for name, field := range map[string]struct {
+		s   *string
+		dst *time.Duration
+	}{"grace": {doc.Grace, &cfg.Grace}, "ready_timeout": {doc.ReadyTimeout, &cfg.ReadyTimeout}} {
+		if field.s == nil {
+			continue
+		}
+		d, err := time.ParseDuration(*field.s)
+		if err != nil {
+			return fmt.Errorf("sandbox-local config: %s %q is not a duration like \"5s\": %w", name, *field.s, err)
+		}
+		if d < 0 || (name == "ready_timeout" && d == 0) {
+			return fmt.Errorf("sandbox-local config: %s %q must be positive", name, *field.s)
+		}
+		*field.dst = d
+	}
+	for _, name := range doc.PassEnv {
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			return fmt.Errorf("sandbox-local config: pass_env entry %q is not a variable name", name)
+		}
+	}
+	cfg.PassEnv = doc.PassEnv
+	p.mu.Lock()
+	p.cfg = cfg
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *Plugin) config() Config {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cfg
+}
+
+// Deploy runs spec's env. Only process mode exists so far: spec.Command
+// must be set.
+func (p *Plugin) Deploy(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	if len(spec.Command) == 0 {
+		if spec.Image != "" {
+			return sandbox.Sandbox{}, fmt.Errorf("sandbox-local: env %q has only an image (%s); this version runs envs as processes only, so give the env a command in env.toml", spec.Env, spec.Image)
+		}
+		return sandbox.Sandbox{}, fmt.Errorf("sandbox-local: env %q has no command to run", spec.Env)
+	}
+	return p.deployProcess(ctx, spec)
+}
+
+// List returns the live sandboxes whose labels include labels. State files
+// of sandboxes whose processes are gone are removed on the way.
+func (p *Plugin) List(_ context.Context, labels map[string]string) ([]sandbox.Sandbox, error) {
+	cfg := p.config()
+	states, err := readStates(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []sandbox.Sandbox
+	for _, st := range states {
+		if !st.alive() {
+			p.log.Debug("removing state of a sandbox that is gone", "id", st.ID, "pid", st.PID)
+			p.forget(st)
+			continue
+		}
+		if !labelsMatch(st.Labels, labels) {
+			continue
+		}
+		out = append(out, st.sandbox())
+	}
+	return out, nil
+}
+
+func labelsMatch(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Terminate stops a sandbox: SIGTERM to its process group, SIGKILL after
+// the grace period, then removes its temp dir and state file. It works on
+// sandboxes of an earlier plugin process too.
+func (p *Plugin) Terminate(ctx context.Context, id string) error {
+	cfg := p.config()
+	st, err := readState(cfg.StateDir, id)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	pr := p.procs[id]
+	p.mu.Unlock()
+	if err := stopGroup(ctx, st, pr, cfg.Grace, p.log); err != nil {
+		return fmt.Errorf("sandbox-local: terminating %s: %w", id, err)
+	}
+	p.forget(st)
+	return nil
+}
+
+// forget removes every trace of a sandbox that has stopped.
+func (p *Plugin) forget(st *state) {
+	cfg := p.config()
+	if st.Root != "" && strings.HasPrefix(filepath.Base(st.Root), rootPrefix) {
+		if err := os.RemoveAll(st.Root); err != nil {
+			p.log.Warn("removing sandbox dir", "id", st.ID, "dir", st.Root, "error", err)
+		}
+	}
+	if err := removeState(cfg.StateDir, st.ID); err != nil {
+		p.log.Warn("removing sandbox state", "id", st.ID, "error", err)
+	}
+	p.mu.Lock()
+	delete(p.procs, st.ID)
+	delete(p.ports, st.Port)
+	p.mu.Unlock()
+}

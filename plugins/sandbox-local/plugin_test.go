@@ -1,0 +1,102 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentenv/agentenv/sdk"
+	"github.com/agentenv/agentenv/sdk/sandbox"
+	"github.com/agentenv/agentenv/sdk/sdktest"
+)
+
+func TestConformance(t *testing.T) {
+	p := New()
+	p.SetLogger(hclog.NewNullLogger())
+	raw, _ := json.Marshal(map[string]string{"state_dir": t.TempDir(), "grace": "2s"})
+	if err := p.Configure(context.Background(), raw); err != nil {
+		t.Fatal(err)
+	}
+	sdktest.SandboxConformance(t, p, sdktest.SandboxCase{
+		Spec:        testSpec(),
+		ExecCommand: []string{"sh", "-c", `echo "port=$AGENTENV_PORT"`},
+		ExecStdout:  "port=",
+	})
+}
+
+// TestPluginSubprocess drives the real plugin binary over go-plugin: a
+// deploy through one plugin process is listed and terminated by a second
+// one after the first is killed.
+func TestPluginSubprocess(t *testing.T) {
+	bin := sdktest.Build(t, "./cmd/agentenv-sandbox-local")
+	stateDir := t.TempDir()
+	cfg, _ := json.Marshal(map[string]string{"state_dir": stateDir, "grace": "2s"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	first := sdktest.Launch(t, sdk.KindSandbox, bin).(*sandbox.Client)
+	if err := first.Configure(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	info, err := first.RemoteInfo(ctx)
+	if err != nil || info.Name != "local" || info.Kind != sdk.KindSandbox {
+		t.Fatalf("Info = %+v, %v", info, err)
+	}
+	spec := testSpec("TESTENV_CHILD=1")
+	spec.Labels["agentenv.episode"] = "ep-1"
+	sb, err := first.Deploy(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = first.Terminate(context.Background(), sb.ID) })
+	if err := echo(t, sb.Endpoint); err != nil {
+		t.Fatal(err)
+	}
+	var st state
+	if err := json.Unmarshal(sb.State, &st); err != nil {
+		t.Fatalf("state over the wire: %v", err)
+	}
+	if _, err := first.Deploy(ctx, sandbox.Spec{Env: "img", Image: "alpine"}); err == nil || !strings.Contains(err.Error(), "only an image") {
+		t.Fatalf("image-only deploy over the wire = %v", err)
+	}
+
+	// Kill the first plugin process: its env must outlive it.
+	for _, pid := range procsOf(bin) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	waitFor(t, func() bool { return len(procsOf(bin)) == 0 }, "the first plugin process to die")
+	if len(groupMembers(st.PGID)) == 0 {
+		t.Fatal("the env died with the plugin process")
+	}
+
+	second := sdktest.Launch(t, sdk.KindSandbox, bin).(*sandbox.Client)
+	if err := second.Configure(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	got, err := second.List(ctx, map[string]string{"agentenv.episode": "ep-1"})
+	if err != nil || len(got) != 1 || got[0].ID != sb.ID || got[0].Endpoint != sb.Endpoint {
+		t.Fatalf("second plugin's List = %+v, %v", got, err)
+	}
+	res, err := second.Exec(ctx, sb.ID, []string{"pwd"})
+	if err != nil || strings.TrimSpace(res.Stdout) != st.WorkDir {
+		t.Fatalf("Exec via the second plugin = %+v, %v", res, err)
+	}
+	if err := second.Terminate(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(groupMembers(st.PGID)) == 0 }, "the env group to be gone")
+	if err := second.Terminate(ctx, sb.ID); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Fatalf("Terminate again over the wire = %v, want ErrNotFound", err)
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, sb.ID+".json")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("state file kept after Terminate")
+	}
+}
