@@ -1,0 +1,71 @@
+package server
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"net/http"
+	"strings"
+)
+
+// tokenCheck holds only the token's digest, so the token itself is never
+// kept by the server past New and comparisons take the same time whatever
+// the length of the guess.
+type tokenCheck struct {
+	digest [32]byte
+	on     bool
+}
+
+func newTokenCheck(token string) tokenCheck {
+	if token == "" {
+		return tokenCheck{}
+	}
+	return tokenCheck{digest: sha256.Sum256([]byte(token)), on: true}
+}
+
+// allowed reports whether r carries the token: "Authorization: Bearer
+// <token>", or Basic auth whose password is the token (what OpenEnv's
+// stock Python client sends for a URL like http://user:<token>@host).
+func (t tokenCheck) allowed(r *http.Request) bool {
+	if !t.on {
+		return true
+	}
+	h := r.Header.Get("Authorization")
+	scheme, cred, ok := strings.Cut(h, " ")
+	if !ok {
+		return false
+	}
+	cred = strings.TrimSpace(cred)
+	switch strings.ToLower(scheme) {
+	case "bearer":
+		return t.matches(cred)
+	case "basic":
+		raw, err := base64.StdEncoding.DecodeString(cred)
+		if err != nil {
+			return false
+		}
+		_, pass, ok := strings.Cut(string(raw), ":")
+		return ok && t.matches(pass)
+	}
+	return false
+}
+
+func (t tokenCheck) matches(guess string) bool {
+	d := sha256.Sum256([]byte(guess))
+	return subtle.ConstantTimeCompare(d[:], t.digest[:]) == 1
+}
+
+// requireToken wraps h with the token check. A refusal never echoes what
+// was sent.
+func (s *Server) requireToken(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.token.allowed(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="agentenv"`)
+			s.metrics.failures.WithLabelValues(CodeUnauthorized).Inc()
+			writeHTTPError(w, http.StatusUnauthorized, CodeUnauthorized,
+				"missing or wrong token: send Authorization: Bearer <token>")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,273 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentenv/agentenv/core/episode"
+)
+
+// Catalog lists what a bundle serves. Errors carry episode codes
+// (CodeNotFound for an unknown split or task) so they map to HTTP statuses.
+type Catalog interface {
+	// Splits returns every split in order, "all" first.
+	Splits() []Split
+	// Tasks returns the tasks of split with index in [start, stop) and the
+	// split's size; stop < 0 or past the end means the end.
+	Tasks(split string, start, stop int) ([]TaskEntry, int, error)
+	// Task returns one task by id.
+	Task(id string) (TaskInfo, error)
+}
+
+// Split is a split and its size.
+type Split struct {
+	Name string `json:"name"`
+	Size int    `json:"size"`
+}
+
+// TaskEntry is a task's place in a split.
+type TaskEntry struct {
+	Index   int    `json:"index"`
+	TaskID  string `json:"task_id"`
+	Toolset string `json:"toolset"`
+}
+
+// TaskInfo describes one task.
+type TaskInfo struct {
+	TaskID  string `json:"task_id"`
+	Toolset string `json:"toolset"`
+	// Prompt is the opening messages of the first model turn.
+	Prompt []episode.Message `json:"prompt"`
+	// Turns is the number of model turns (prompt_agent steps).
+	Turns int        `json:"turns"`
+	Steps []StepInfo `json:"steps"`
+}
+
+// StepInfo names a task step.
+type StepInfo struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// toolsTimeout bounds the first, deploying, Tools call of a toolset.
+const toolsTimeout = 5 * time.Minute
+
+func httpStatus(code episode.Code) int {
+	switch code {
+	case episode.CodeNotFound:
+		return http.StatusNotFound
+	case episode.CodeValidation:
+		return http.StatusBadRequest
+	case episode.CodeDeploy:
+		return http.StatusBadGateway
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+func writeFailure(w http.ResponseWriter, err error) {
+	code := episode.CodeOf(err)
+	writeHTTPError(w, httpStatus(code), string(code), err.Error())
+}
+
+func (s *Server) handleSplits(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"splits": s.opts.Catalog.Splits()})
+}
+
+// handleSplitTasks serves GET /splits/{split}/tasks?start=&stop=.
+func (s *Server) handleSplitTasks(w http.ResponseWriter, r *http.Request) {
+	split := r.PathValue("split")
+	q := r.URL.Query()
+	start, err := queryInt(q.Get("start"), 0)
+	if err != nil {
+		writeHTTPError(w, http.StatusBadRequest, CodeValidation, "start: "+err.Error())
+		return
+	}
+	stop, err := queryInt(q.Get("stop"), -1)
+	if err != nil {
+		writeHTTPError(w, http.StatusBadRequest, CodeValidation, "stop: "+err.Error())
+		return
+	}
+	tasks, size, err := s.opts.Catalog.Tasks(split, start, stop)
+	if err != nil {
+		writeFailure(w, err)
+		return
+	}
+	if stop < 0 || stop > size {
+		stop = size
+	}
+	if start > stop {
+		start = stop
+	}
+	if tasks == nil {
+		tasks = []TaskEntry{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"split": split, "size": size, "start": start, "stop": stop, "tasks": tasks})
+}
+
+// queryInt reads a non-negative integer query value; "" gives def.
+func queryInt(v string, def int) (int, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("want a non-negative integer, got %q", v)
+	}
+	return n, nil
+}
+
+func (s *Server) handleTask(w http.ResponseWriter, r *http.Request) {
+	t, err := s.opts.Catalog.Task(r.PathValue("id"))
+	if err != nil {
+		writeFailure(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+func (s *Server) handleToolsetTools(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ctx, cancel := context.WithTimeout(r.Context(), toolsTimeout)
+	defer cancel()
+	tools, err := s.opts.Player.Tools(ctx, id)
+	if err != nil {
+		writeFailure(w, err)
+		return
+	}
+	if tools == nil {
+		tools = []episode.Tool{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"toolset": id, "tools": tools})
+}
+
+// handleORS serves the ORS-style task API OpenEnv task servers expose:
+// GET /list_environments, GET /{env}/splits, POST /{env}/tasks,
+// /{env}/num_tasks, /{env}/task and /{env}/task_range.
+func (s *Server) handleORS(w http.ResponseWriter, r *http.Request) {
+	path := strings.Trim(r.URL.Path, "/")
+	if path == "list_environments" && r.Method == http.MethodGet {
+		writeJSON(w, http.StatusOK, []string{s.opts.Info.Name})
+		return
+	}
+	env, op, ok := strings.Cut(path, "/")
+	if !ok || strings.Contains(op, "/") {
+		writeHTTPError(w, http.StatusNotFound, CodeNotFound, "no such endpoint: "+r.URL.Path)
+		return
+	}
+	if env != s.opts.Info.Name {
+		writeHTTPError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("Environment %q not found; this server serves %q", env, s.opts.Info.Name))
+		return
+	}
+	want := http.MethodPost
+	if op == "splits" {
+		want = http.MethodGet
+	}
+	switch op {
+	case "splits", "tasks", "num_tasks", "task", "task_range":
+	default:
+		writeHTTPError(w, http.StatusNotFound, CodeNotFound, "no such endpoint: "+r.URL.Path)
+		return
+	}
+	if r.Method != want {
+		w.Header().Set("Allow", want)
+		writeHTTPError(w, http.StatusMethodNotAllowed, CodeValidation, fmt.Sprintf("%s needs %s", r.URL.Path, want))
+		return
+	}
+	if op == "splits" {
+		out := []map[string]string{}
+		for _, sp := range s.opts.Catalog.Splits() {
+			out = append(out, map[string]string{"name": sp.Name, "type": orsSplitType(sp.Name)})
+		}
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	var body struct {
+		Split string `json:"split"`
+		Index *int   `json:"index"`
+		Start *int   `json:"start"`
+		Stop  *int   `json:"stop"`
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	if err := dec.Decode(&body); err != nil {
+		writeHTTPError(w, http.StatusUnprocessableEntity, CodeValidation, "request body: "+err.Error())
+		return
+	}
+	if body.Split == "" {
+		writeHTTPError(w, http.StatusUnprocessableEntity, CodeValidation, `request body: "split" is required`)
+		return
+	}
+	record := func(t TaskEntry) map[string]any {
+		return map[string]any{"index": t.Index, "task_id": t.TaskID, "toolset": t.Toolset, "split": body.Split}
+	}
+	records := func(ts []TaskEntry) []map[string]any {
+		out := make([]map[string]any, len(ts))
+		for i, t := range ts {
+			out[i] = record(t)
+		}
+		return out
+	}
+	switch op {
+	case "tasks":
+		ts, _, err := s.opts.Catalog.Tasks(body.Split, 0, -1)
+		if err != nil {
+			writeFailure(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"tasks": records(ts), "env_name": env})
+	case "num_tasks":
+		_, size, err := s.opts.Catalog.Tasks(body.Split, 0, 0)
+		if err != nil {
+			writeFailure(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"num_tasks": size})
+	case "task":
+		if body.Index == nil || *body.Index < 0 {
+			writeHTTPError(w, http.StatusBadRequest, CodeValidation, "Invalid task index")
+			return
+		}
+		ts, _, err := s.opts.Catalog.Tasks(body.Split, *body.Index, *body.Index+1)
+		if err != nil {
+			writeFailure(w, err)
+			return
+		}
+		if len(ts) == 0 {
+			writeHTTPError(w, http.StatusBadRequest, CodeValidation, "Invalid task index")
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"task": record(ts[0])})
+	case "task_range":
+		start, stop := 0, -1
+		if body.Start != nil {
+			start = *body.Start
+		}
+		if body.Stop != nil {
+			stop = *body.Stop
+		}
+		if start < 0 || (body.Stop != nil && stop < 0) {
+			writeHTTPError(w, http.StatusBadRequest, CodeValidation, "start and stop must not be negative")
+			return
+		}
+		ts, _, err := s.opts.Catalog.Tasks(body.Split, start, stop)
+		if err != nil {
+			writeFailure(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"tasks": records(ts)})
+	}
+}
+
+// orsSplitType maps a split name to ORS's split types.
+func orsSplitType(name string) string {
+	switch name {
+	case "train", "validation", "test":
+		return name
+	}
+	return "validation"
+}

@@ -1,0 +1,308 @@
+// Package server serves a bundle's tasks as an OpenEnv environment: HTTP
+// endpoints for health, metadata, the task catalogue and metrics, and a
+// WebSocket session protocol (/ws) in which each session plays episodes
+// through an episode.Player.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agentenv/agentenv/core/episode"
+)
+
+// Defaults for zero Options fields.
+const (
+	DefaultMaxConcurrentEnvs = 64
+	DefaultResetWait         = 600 * time.Second
+	DefaultPingInterval      = 20 * time.Second
+	DefaultPongTimeout       = 20 * time.Second
+	DefaultMaxMessageBytes   = 16 << 20
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultTeardownTimeout   = 60 * time.Second
+	// maxResetWait caps a client's wait_s so the duration cannot overflow.
+	maxResetWait = 24 * time.Hour
+)
+
+// Info describes the served bundle for /metadata.
+type Info struct {
+	Name        string // the bundle's name
+	Description string // first line of its README
+	Readme      string // the README, or "" if none
+	Version     string // agentenv's version
+}
+
+// Options configure a Server. Player and Catalog are required.
+type Options struct {
+	Player  episode.Player
+	Catalog Catalog
+	Info    Info
+	// Token, when set, is required on every request but /health. The
+	// server keeps only its digest.
+	Token string
+	// MaxConcurrentEnvs caps live episodes; further resets queue (FIFO).
+	MaxConcurrentEnvs int
+	// ResetWait is how long a queued reset waits when the client gives no
+	// wait_s.
+	ResetWait time.Duration
+	// IdleTimeout closes a session (and its episode) after this long
+	// without a reset or step; 0 never does.
+	IdleTimeout time.Duration
+	// PingInterval and PongTimeout keep sessions alive during long steps
+	// and drop dead peers.
+	PingInterval time.Duration
+	PongTimeout  time.Duration
+	// MaxMessageBytes caps an inbound frame; larger ones are answered with
+	// MESSAGE_TOO_LARGE and discarded.
+	MaxMessageBytes int64
+	WriteTimeout    time.Duration
+	// TeardownTimeout bounds each episode's Close.
+	TeardownTimeout time.Duration
+	Logger          hclog.Logger
+	// PluginRestarts, when set, is read at each /metrics scrape: restarts
+	// by plugin name.
+	PluginRestarts func() map[string]float64
+}
+
+// Server is an OpenEnv server over a Player. Use Handler with your own
+// http.Server, or Serve; call Shutdown to drain either way.
+type Server struct {
+	opts     Options
+	log      hclog.Logger
+	token    tokenCheck
+	metrics  *metrics
+	adm      *admission
+	upgrader websocket.Upgrader
+	handler  http.Handler
+
+	mu       sync.Mutex
+	sessions map[*session]struct{}
+	sessWG   sync.WaitGroup
+	draining atomic.Bool
+	stopping chan struct{} // closed when Shutdown starts
+	stopOnce sync.Once
+	httpSrv  atomic.Pointer[http.Server]
+}
+
+// New checks opts and builds a Server.
+func New(opts Options) (*Server, error) {
+	if opts.Player == nil {
+		return nil, errors.New("server: Options.Player is required")
+	}
+	if opts.Catalog == nil {
+		return nil, errors.New("server: Options.Catalog is required")
+	}
+	if opts.MaxConcurrentEnvs < 0 {
+		return nil, fmt.Errorf("server: max concurrent envs must be at least 1, got %d", opts.MaxConcurrentEnvs)
+	}
+	if opts.IdleTimeout < 0 {
+		return nil, fmt.Errorf("server: idle timeout must not be negative, got %s", opts.IdleTimeout)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if opts.MaxConcurrentEnvs == 0 {
+		opts.MaxConcurrentEnvs = DefaultMaxConcurrentEnvs
+	}
+	def(&opts.ResetWait, DefaultResetWait)
+	def(&opts.PingInterval, DefaultPingInterval)
+	def(&opts.PongTimeout, DefaultPongTimeout)
+	def(&opts.WriteTimeout, DefaultWriteTimeout)
+	def(&opts.TeardownTimeout, DefaultTeardownTimeout)
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	s := &Server{
+		opts:     opts,
+		log:      opts.Logger,
+		token:    newTokenCheck(opts.Token),
+		metrics:  newMetrics(opts.PluginRestarts),
+		sessions: map[*session]struct{}{},
+		stopping: make(chan struct{}),
+	}
+	s.opts.Token = "" // only the digest stays
+	s.adm = newAdmission(opts.MaxConcurrentEnvs, func(active, queued int) {
+		s.metrics.live.Set(float64(active))
+		s.metrics.queued.Set(float64(queued))
+	})
+	s.upgrader = websocket.Upgrader{
+		ReadBufferSize:  4096,
+		WriteBufferSize: 4096,
+		// Trainers are not browsers; the token is what guards the socket.
+		CheckOrigin: func(*http.Request) bool { return true },
+		Error: func(w http.ResponseWriter, _ *http.Request, status int, reason error) {
+			writeHTTPError(w, status, CodeValidation, "websocket upgrade failed: "+reason.Error())
+		},
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	auth := func(h http.HandlerFunc) http.Handler { return s.requireToken(h) }
+	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.Handle("GET /metadata", auth(s.handleMetadata))
+	mux.Handle("GET /schema", auth(s.handleSchema))
+	mux.Handle("GET /openapi.json", auth(s.handleOpenAPI))
+	mux.Handle("POST /mcp", auth(s.handleMCP))
+	mux.Handle("GET /metrics", s.requireToken(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
+	mux.Handle("GET /ws", auth(s.handleWS))
+	mux.Handle("GET /splits", auth(s.handleSplits))
+	mux.Handle("GET /splits/{split}/tasks", auth(s.handleSplitTasks))
+	mux.Handle("GET /tasks/{id...}", auth(s.handleTask))
+	mux.Handle("GET /toolsets/{id}/tools", auth(s.handleToolsetTools))
+	// Everything else: the ORS-style task API under /<bundle name>/, or 404.
+	mux.Handle("/", auth(s.handleORS))
+	return mux
+}
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Serve serves on ln until Shutdown; it returns nil after a Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
+	if !s.httpSrv.CompareAndSwap(nil, hs) {
+		return errors.New("server: Serve called twice")
+	}
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+// Draining reports whether Shutdown has begun.
+func (s *Server) Draining() bool { return s.draining.Load() }
+
+// Shutdown stops admitting, tells every session SHUTTING_DOWN, tears down
+// every episode and closes the listener. It returns when all of that is
+// done or ctx ends (then it closes what is left at once).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		s.draining.Store(true)
+		close(s.stopping)
+	})
+	s.adm.close()
+	if hs := s.httpSrv.Load(); hs != nil {
+		// Stops the listener; hijacked WebSocket connections are ours.
+		go hs.Shutdown(ctx) //nolint:errcheck // best effort; Close below
+	}
+	s.mu.Lock()
+	live := make([]*session, 0, len(s.sessions))
+	for sess := range s.sessions {
+		live = append(live, sess)
+	}
+	s.mu.Unlock()
+	s.log.Info("shutting down", "sessions", len(live))
+	// Tear every episode down at once, even those mid-step (Close may run
+	// concurrently with Start and Step).
+	var teardown sync.WaitGroup
+	for _, sess := range live {
+		teardown.Add(1)
+		go func() {
+			defer teardown.Done()
+			sess.abort()
+		}()
+	}
+	all := make(chan struct{})
+	go func() {
+		teardown.Wait()
+		s.sessWG.Wait()
+		close(all)
+	}()
+	var err error
+	select {
+	case <-all:
+	case <-ctx.Done():
+		err = fmt.Errorf("shutdown: %d sessions still closing: %w", s.sessionCount(), ctx.Err())
+		s.mu.Lock()
+		for sess := range s.sessions {
+			sess.conn.Close()
+		}
+		s.mu.Unlock()
+	}
+	if hs := s.httpSrv.Load(); hs != nil {
+		hs.Close()
+	}
+	return err
+}
+
+func (s *Server) sessionCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
+	if s.draining.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "healthy"})
+}
+
+func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		writeHTTPError(w, http.StatusServiceUnavailable, CodeShuttingDown, "server is shutting down")
+		return
+	}
+	conn, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader has answered
+	}
+	sess := newSession(s, conn, r.RemoteAddr)
+	s.mu.Lock()
+	if s.draining.Load() {
+		s.mu.Unlock()
+		sess.refuse(&wireError{Code: CodeShuttingDown, Message: "server is shutting down"})
+		return
+	}
+	s.sessions[sess] = struct{}{}
+	s.sessWG.Add(1)
+	s.mu.Unlock()
+	s.metrics.sessions.Inc()
+	go sess.run()
+}
+
+func (s *Server) removeSession(sess *session) {
+	s.mu.Lock()
+	delete(s.sessions, sess)
+	s.mu.Unlock()
+	s.metrics.sessions.Dec()
+	s.sessWG.Done()
+}
+
+// writeJSON writes v as a JSON response.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(map[string]string{"detail": "encode response: " + err.Error(), "code": CodeExecution})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n')) //nolint:errcheck // the client may be gone
+}
+
+// writeHTTPError writes the HTTP error shape: FastAPI's {"detail": ...}
+// plus our code.
+func writeHTTPError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]string{"detail": msg, "code": code})
+}

@@ -1,0 +1,435 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentenv/agentenv/core/episode"
+)
+
+// frame is one message read off the socket, handed to the session loop.
+type frame struct {
+	binary   bool
+	data     []byte
+	oversize int64 // bytes read when the frame went past the limit; 0 if not
+}
+
+// session is one WebSocket connection. A reader goroutine reads frames
+// (answering pings meanwhile), the run loop handles them one at a time in
+// order, and a pinger keeps the peer honest. Only run writes data frames.
+type session struct {
+	srv      *Server
+	conn     *websocket.Conn
+	log      hclog.Logger
+	ctx      context.Context // ends on disconnect or shutdown
+	cancel   context.CancelFunc
+	frames   chan frame
+	readDone chan struct{}
+
+	mu      sync.Mutex // guards ep, which Shutdown reads to abort
+	ep      episode.Episode
+	aborted bool
+
+	// Episode bookkeeping, touched only by run.
+	epID, taskID string
+	steps, turn  int
+	done         bool
+	lastActive   time.Time
+	sentStop     bool
+}
+
+func newSession(s *Server, conn *websocket.Conn, remote string) *session {
+	ctx, cancel := context.WithCancel(context.Background())
+	var id [4]byte
+	rand.Read(id[:]) //nolint:errcheck // never fails
+	return &session{
+		srv: s, conn: conn, ctx: ctx, cancel: cancel,
+		log:      s.log.With("session", hex.EncodeToString(id[:]), "remote", remote),
+		frames:   make(chan frame, 4),
+		readDone: make(chan struct{}),
+	}
+}
+
+// refuse answers a connection that must not become a session.
+func (s *session) refuse(e *wireError) {
+	s.srv.metrics.failures.WithLabelValues(e.Code).Inc()
+	s.conn.SetWriteDeadline(time.Now().Add(s.srv.opts.WriteTimeout))                                                                            //nolint:errcheck
+	s.conn.WriteMessage(websocket.TextMessage, encodeError(e))                                                                                  //nolint:errcheck
+	s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, e.Message), time.Now().Add(time.Second)) //nolint:errcheck
+	s.conn.Close()
+	s.cancel()
+}
+
+func (s *session) run() {
+	defer s.srv.removeSession(s)
+	s.lastActive = time.Now()
+	s.log.Debug("session opened")
+	go s.readLoop()
+	go s.pingLoop()
+
+	var idle <-chan time.Time
+	var timer *time.Timer
+	if d := s.srv.opts.IdleTimeout; d > 0 {
+		timer = time.NewTimer(d)
+		defer timer.Stop()
+		idle = timer.C
+	}
+	for {
+		if s.ctx.Err() != nil {
+			s.finish()
+			return
+		}
+		select {
+		case f := <-s.frames:
+			if !s.handle(f) {
+				return
+			}
+		case <-s.ctx.Done():
+			s.finish()
+			return
+		case <-idle:
+			left := s.srv.opts.IdleTimeout - time.Since(s.lastActive)
+			if left > 0 {
+				timer.Reset(left)
+				continue
+			}
+			s.log.Info("session idle, closing", "idle_timeout", s.srv.opts.IdleTimeout, "episode", s.epID)
+			s.srv.metrics.expirations.Inc()
+			s.closeEpisode("abandoned")
+			s.closeConn(websocket.CloseNormalClosure, "idle timeout")
+			s.cancel()
+			return
+		}
+	}
+}
+
+// finish ends a session whose context ended: a shutdown tells the client,
+// a disconnect just cleans up.
+func (s *session) finish() {
+	if s.srv.draining.Load() {
+		s.closeEpisode("abandoned")
+		if !s.sentStop {
+			s.sendError(&wireError{Code: CodeShuttingDown, Message: "server is shutting down; the episode was closed"})
+		}
+		s.closeConn(websocket.CloseGoingAway, "server shutting down")
+		return
+	}
+	s.log.Debug("session disconnected", "episode", s.epID)
+	s.closeEpisode("abandoned")
+	s.conn.Close()
+}
+
+// readLoop reads frames until the connection fails; each frame's size is
+// checked while reading so an oversize one is discarded, not buffered.
+func (s *session) readLoop() {
+	defer close(s.readDone)
+	defer s.cancel()
+	deadline := s.srv.opts.PingInterval + s.srv.opts.PongTimeout
+	s.conn.SetReadDeadline(time.Now().Add(deadline)) //nolint:errcheck
+	s.conn.SetPongHandler(func(string) error {
+		return s.conn.SetReadDeadline(time.Now().Add(deadline))
+	})
+	s.conn.SetPingHandler(func(data string) error {
+		s.conn.SetReadDeadline(time.Now().Add(deadline)) //nolint:errcheck
+		err := s.conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(s.srv.opts.WriteTimeout))
+		if errors.Is(err, websocket.ErrCloseSent) {
+			return nil
+		}
+		return err
+	})
+	limit := s.srv.opts.MaxMessageBytes
+	for {
+		kind, r, err := s.conn.NextReader()
+		if err != nil {
+			if !websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived) {
+				s.log.Debug("read ended", "error", err)
+			}
+			return
+		}
+		data, err := io.ReadAll(io.LimitReader(r, limit+1))
+		f := frame{binary: kind == websocket.BinaryMessage, data: data}
+		if err == nil && int64(len(data)) > limit {
+			n, derr := io.Copy(io.Discard, r)
+			f = frame{oversize: int64(len(data)) + n}
+			err = derr
+		}
+		if err != nil {
+			s.log.Debug("read ended", "error", err)
+			return
+		}
+		s.conn.SetReadDeadline(time.Now().Add(deadline)) //nolint:errcheck
+		select {
+		case s.frames <- f:
+		case <-s.ctx.Done():
+			return
+		}
+	}
+}
+
+func (s *session) pingLoop() {
+	t := time.NewTicker(s.srv.opts.PingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+			if err := s.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(s.srv.opts.WriteTimeout)); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// handle answers one frame; false ends the session.
+func (s *session) handle(f frame) bool {
+	switch {
+	case f.oversize > 0:
+		s.sendError(&wireError{Code: CodeMessageTooLarge, Message: fmt.Sprintf(
+			"message of %d bytes is over the limit of %d bytes; it was discarded", f.oversize, s.srv.opts.MaxMessageBytes)})
+		return true
+	case f.binary:
+		s.sendError(&wireError{Code: CodeInvalidJSON, Message: "Invalid JSON: binary frame; send each message as one JSON object in a text frame"})
+		return true
+	}
+	msg, werr := parseInbound(f.data)
+	if werr != nil {
+		s.sendError(werr)
+		return true
+	}
+	switch msg.Type {
+	case "reset":
+		s.reset(msg)
+		s.lastActive = time.Now()
+	case "step":
+		s.step(msg)
+		s.lastActive = time.Now()
+	case "state":
+		s.send(encodeState(s.state()))
+	case "close":
+		s.closeEpisode("abandoned")
+		s.closeConn(websocket.CloseNormalClosure, "")
+		s.cancel()
+		return false
+	case "mcp":
+		s.sendError(&wireError{Code: CodeUnknownType, Message: "Unknown message type: mcp (this server plays episodes through step replies; direct MCP access is not served)"})
+	default:
+		s.sendError(&wireError{Code: CodeUnknownType, Message: fmt.Sprintf("Unknown message type: %s", msg.Type)})
+	}
+	return true
+}
+
+func (s *session) state() stateData {
+	st := stateData{StepCount: s.steps, Turn: s.turn, Done: s.done}
+	if s.epID != "" {
+		st.EpisodeID, st.TaskID = &s.epID, &s.taskID
+	}
+	s.mu.Lock()
+	st.Live = s.ep != nil
+	s.mu.Unlock()
+	return st
+}
+
+func (s *session) reset(msg inbound) {
+	rd, werr := parseReset(msg.Data, msg.HasData)
+	if werr != nil {
+		s.sendError(werr)
+		return
+	}
+	s.closeEpisode("abandoned") // a reset replaces the episode in play
+	s.epID, s.taskID, s.steps, s.turn, s.done = "", "", 0, 0, false
+
+	wait := s.srv.opts.ResetWait
+	if rd.WaitS != nil {
+		wait = time.Duration(math.Min(*rd.WaitS, maxResetWait.Seconds()) * float64(time.Second))
+	}
+	start := time.Now()
+	err := s.srv.adm.acquire(s.ctx, wait)
+	s.srv.metrics.queueWait.Observe(time.Since(start).Seconds())
+	switch {
+	case err == nil:
+	case errors.Is(err, errCapacity):
+		active, queued := s.srv.adm.counts()
+		s.sendError(&wireError{Code: CodeCapacity, Message: fmt.Sprintf(
+			"Server at capacity: %d/%d episodes live, %d resets queued; waited %.1fs for a slot",
+			active, s.srv.opts.MaxConcurrentEnvs, queued, time.Since(start).Seconds()),
+			Extra: map[string]any{"active_sessions": active, "max_sessions": s.srv.opts.MaxConcurrentEnvs, "queued": queued}})
+		return
+	default:
+		s.replyFailure(err)
+		return
+	}
+	ep, err := s.srv.opts.Player.Play(rd.Req)
+	if err != nil {
+		s.srv.adm.release()
+		s.replyFailure(err)
+		return
+	}
+	s.mu.Lock()
+	s.ep = ep
+	aborted := s.aborted
+	s.mu.Unlock()
+	if aborted {
+		// Shutdown looked before this episode existed; it is ours to close.
+		s.closeEpisode("abandoned")
+		s.replyFailure(errShuttingDown)
+		return
+	}
+	t0 := time.Now()
+	obs, err := ep.Start(s.ctx)
+	s.srv.metrics.phase.WithLabelValues(phaseDeploy).Observe(time.Since(t0).Seconds())
+	if err != nil {
+		s.log.Info("episode failed to start", "episode", ep.ID(), "error", err)
+		s.closeEpisode("failed")
+		s.replyFailure(err)
+		return
+	}
+	s.epID, s.taskID, s.turn = obs.EpisodeID, obs.TaskID, obs.Turn
+	if s.epID == "" {
+		s.epID = ep.ID()
+	}
+	s.log.Debug("episode started", "episode", s.epID, "task", s.taskID)
+	s.reply(obs)
+}
+
+func (s *session) step(msg inbound) {
+	s.mu.Lock()
+	ep := s.ep
+	s.mu.Unlock()
+	if ep == nil {
+		why := "no episode in this session: send reset first"
+		if s.done {
+			why = "the episode is done: send reset to play another"
+		}
+		s.sendError(&wireError{Code: CodeNoEpisode, Message: why})
+		return
+	}
+	reply, werr := parseStep(msg.Data, msg.HasData)
+	if werr != nil {
+		s.sendError(werr)
+		return
+	}
+	t0 := time.Now()
+	obs, err := ep.Step(s.ctx, reply)
+	phase := phaseStep
+	if err == nil && obs.Done {
+		phase = phaseVerify
+	}
+	s.srv.metrics.phase.WithLabelValues(phase).Observe(time.Since(t0).Seconds())
+	if err != nil {
+		if episode.CodeOf(err) != episode.CodeValidation || s.srv.draining.Load() {
+			s.log.Info("episode failed", "episode", s.epID, "error", err)
+			s.closeEpisode("failed")
+		}
+		s.replyFailure(err)
+		return
+	}
+	s.steps++
+	s.turn = obs.Turn
+	s.reply(obs)
+}
+
+// reply sends an observation; a done one ends the episode, after the
+// reply so the client is not kept waiting on the teardown.
+func (s *session) reply(obs episode.Observation) {
+	b, err := encodeObservation(obs)
+	if err != nil {
+		s.closeEpisode("failed")
+		s.sendError(&wireError{Code: CodeExecution, Message: "episode " + s.epID + ": " + err.Error()})
+		return
+	}
+	s.send(b)
+	if obs.Done {
+		s.done = true
+		s.closeEpisode("done")
+	}
+}
+
+// replyFailure sends err as an error reply with its code; during a
+// shutdown every failure is SHUTTING_DOWN.
+func (s *session) replyFailure(err error) {
+	if s.srv.draining.Load() || errors.Is(err, errShuttingDown) {
+		s.sentStop = true
+		s.sendError(&wireError{Code: CodeShuttingDown, Message: "server is shutting down; the episode was closed"})
+		return
+	}
+	if errors.Is(err, context.Canceled) && s.ctx.Err() != nil {
+		return // the client left; nobody to answer
+	}
+	msg := err.Error()
+	var epErr *episode.Error
+	if errors.As(err, &epErr) && epErr.Err != nil {
+		msg = epErr.Err.Error() // the code travels beside the message
+	}
+	s.sendError(&wireError{Code: string(episode.CodeOf(err)), Message: msg})
+}
+
+// closeEpisode tears down the episode in play, if any, and frees its slot.
+func (s *session) closeEpisode(outcome string) {
+	s.mu.Lock()
+	ep := s.ep
+	s.ep = nil
+	s.mu.Unlock()
+	if ep == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.srv.opts.TeardownTimeout)
+	defer cancel()
+	t0 := time.Now()
+	if err := ep.Close(ctx); err != nil {
+		s.log.Warn("episode teardown failed", "episode", ep.ID(), "error", err)
+	}
+	s.srv.metrics.phase.WithLabelValues(phaseTeardown).Observe(time.Since(t0).Seconds())
+	s.srv.metrics.episodes.WithLabelValues(outcome).Inc()
+	s.srv.adm.release()
+}
+
+// abort is Shutdown's hook: end the session's context and tear its
+// episode down now, concurrently with whatever run is doing.
+func (s *session) abort() {
+	s.mu.Lock()
+	s.aborted = true
+	ep := s.ep
+	s.mu.Unlock()
+	s.cancel()
+	if ep != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), s.srv.opts.TeardownTimeout)
+		defer cancel()
+		if err := ep.Close(ctx); err != nil {
+			s.log.Warn("episode teardown failed", "episode", ep.ID(), "error", err)
+		}
+	}
+}
+
+func (s *session) send(b []byte) {
+	s.conn.SetWriteDeadline(time.Now().Add(s.srv.opts.WriteTimeout)) //nolint:errcheck
+	if err := s.conn.WriteMessage(websocket.TextMessage, b); err != nil {
+		s.log.Debug("write failed", "error", err)
+		s.cancel()
+	}
+}
+
+func (s *session) sendError(e *wireError) {
+	s.srv.metrics.failures.WithLabelValues(e.Code).Inc()
+	s.send(encodeError(e))
+}
+
+// closeConn sends a close frame, waits briefly for the peer's, and closes.
+func (s *session) closeConn(code int, reason string) {
+	s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second)) //nolint:errcheck
+	select {
+	case <-s.readDone:
+	case <-time.After(time.Second):
+	}
+	s.conn.Close()
+}
