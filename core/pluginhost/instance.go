@@ -1,0 +1,259 @@
+package pluginhost
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/agentenv/agentenv/sdk"
+	sdkhost "github.com/agentenv/agentenv/sdk/host"
+)
+
+// instance is one running plugin process and the calls in flight on it.
+type instance struct {
+	cand    candidate
+	sum     string    // sha256 of the binary when it was started
+	stamp   fileStamp // stamp of the binary when it was started
+	client  *plugin.Client
+	raw     any // the dispensed client: the kind's interface + sdk.Remote
+	remote  sdk.Remote
+	info    sdk.Info
+	schema  *configSchema
+	pid     int
+	started time.Time
+	stderr  *tailBuffer
+
+	mu      sync.Mutex
+	refs    int
+	closing bool
+	drained chan struct{} // closed once closing and refs == 0
+}
+
+// acquire counts a call in; it fails once the instance is retiring.
+func (in *instance) acquire() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closing {
+		return false
+	}
+	in.refs++
+	return true
+}
+
+func (in *instance) release() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.refs--
+	if in.closing && in.refs == 0 {
+		close(in.drained)
+	}
+}
+
+// retire stops new calls and returns a channel closed when the calls in
+// flight have finished.
+func (in *instance) retire() <-chan struct{} {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !in.closing {
+		in.closing = true
+		if in.refs == 0 {
+			close(in.drained)
+		}
+	}
+	return in.drained
+}
+
+func (in *instance) exited() bool { return in.client.Exited() }
+
+// kill stops the process (gracefully first, as go-plugin does) and then
+// anything left in its process group.
+func (in *instance) kill() {
+	in.client.Kill()
+	if in.pid > 0 {
+		_ = syscall.Kill(-in.pid, syscall.SIGKILL)
+	}
+}
+
+// start launches the plugin c and checks it: handshake, dispense, Info
+// naming the kind and name the binary's file name promises, and a config
+// schema that compiles. The instance is not yet configured.
+func (h *Host) start(ctx context.Context, c candidate) (*instance, error) {
+	if c.problem != "" {
+		return nil, errors.New(c.problem)
+	}
+	sum, stamp, err := h.fp.hash(c.path)
+	if err != nil {
+		return nil, fmt.Errorf("read binary: %w", err)
+	}
+	h.starts.Add(1)
+	timeout := h.opts.StartTimeout
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = max(time.Until(dl), time.Millisecond)
+	}
+	cmd := exec.Command(c.path, c.args...)
+	cmd.Env = h.pluginEnv(c.id())
+	setProcAttr(cmd)
+	tail := &tailBuffer{max: 4096}
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  sdk.Handshake,
+		VersionedPlugins: sdkhost.PluginSets(),
+		Cmd:              cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		Managed:          true,
+		SkipHostEnv:      true,
+		StartTimeout:     timeout,
+		Stderr:           tail,
+		Logger:           pluginLogger{h.log.Named(c.id())},
+	})
+	in := &instance{cand: c, sum: sum, stamp: stamp, client: client, started: time.Now(),
+		stderr: tail, drained: make(chan struct{})}
+	fail := func(err error) (*instance, error) {
+		in.kill()
+		return nil, err
+	}
+	rpc, err := client.Client()
+	if cmd.Process != nil {
+		in.pid = cmd.Process.Pid
+	}
+	if err != nil {
+		// go-plugin has already killed the process; Kill would only log
+		// a misleading "failed to exit gracefully".
+		if in.pid > 0 {
+			_ = syscall.Kill(-in.pid, syscall.SIGKILL)
+		}
+		return nil, errors.New(describeStartError(err, tail.String(), timeout))
+	}
+	in.raw, err = rpc.Dispense(string(c.kind))
+	if err != nil {
+		return fail(fmt.Errorf("dispense %s: %w", c.kind, err))
+	}
+	remote, ok := in.raw.(sdk.Remote)
+	if !ok {
+		return fail(fmt.Errorf("the SDK's %s client does not answer Info (a bug in agentenv)", c.kind))
+	}
+	in.remote = remote
+	info, err := remote.RemoteInfo(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("Info call failed: %w", err))
+	}
+	if info.Kind != c.kind || info.Name != c.name {
+		return fail(fmt.Errorf("its Info says it is %s-%s, but it was found as %s", info.Kind, info.Name, c.id()))
+	}
+	in.info = info
+	if in.schema, err = compileSchema(info.ConfigSchema); err != nil {
+		return fail(err)
+	}
+	return in, nil
+}
+
+// configure validates config against the plugin's schema and sends it.
+func (in *instance) configure(ctx context.Context, config json.RawMessage) error {
+	if err := in.schema.validate(config); err != nil {
+		return err
+	}
+	if in.schema.s == nil {
+		return nil
+	}
+	if err := in.remote.Configure(ctx, normalizeConfig(config)); err != nil {
+		return fmt.Errorf("the plugin refused its config: %w", err)
+	}
+	return nil
+}
+
+// pluginEnv is the whole environment a plugin gets: the allow-listed host
+// variables, never the rest (the host may hold cloud credentials).
+func (h *Host) pluginEnv(id string) []string {
+	allow := append(append([]string{"PATH", "HOME", "TMPDIR"}, h.opts.EnvAllow...), h.opts.PluginEnv[id]...)
+	var env []string
+	for _, kv := range h.environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		for _, a := range allow {
+			if p, ok := strings.CutSuffix(a, "*"); ok && strings.HasPrefix(k, p) || a == k {
+				env = append(env, kv)
+				break
+			}
+		}
+	}
+	return env
+}
+
+var unrecognized = regexp.MustCompile(`Unrecognized remote plugin message: ([^\n]*)`)
+
+// describeStartError turns go-plugin's start errors into one line saying
+// what is wrong with the binary.
+func describeStartError(err error, stderr string, timeout time.Duration) string {
+	msg := err.Error()
+	last := lastLine(stderr)
+	out := ""
+	if m := unrecognized.FindStringSubmatch(msg); m != nil {
+		out = strings.TrimSpace(m[1])
+	}
+	switch {
+	case strings.Contains(stderr, "This binary is a plugin. These are not meant to be executed directly"):
+		return "handshake cookie mismatch: the plugin expects a different magic cookie (built for another host, or an incompatible agentenv SDK)"
+	case out != "":
+		return fmt.Sprintf("not an agentenv plugin: it printed %q on stdout instead of the plugin handshake", out)
+	case strings.Contains(msg, "incompatible API version"):
+		return "no common protocol version: " + strings.TrimPrefix(msg, "incompatible API version with plugin. ")
+	case strings.Contains(msg, "incompatible core API version"):
+		return "not an agentenv plugin: " + msg
+	case unrecognized.MatchString(msg), strings.Contains(msg, "plugin exited before we could connect"):
+		return "exited before the plugin handshake" + withOutput(last)
+	case strings.Contains(msg, "timeout while waiting for plugin to start"):
+		return fmt.Sprintf("no plugin handshake within %s", timeout) + withOutput(last)
+	}
+	return oneLine(msg)
+}
+
+func withOutput(line string) string {
+	if line == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (last stderr line: %q)", line)
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// tailBuffer keeps the last max bytes written to it: a plugin's stderr,
+// quoted in start errors.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// pluginLogger stops go-plugin from naming a plugin's logger after its
+// binary (every built-in is "agentenv"): the host names it after the plugin.
+type pluginLogger struct{ hclog.Logger }
+
+func (l pluginLogger) Named(string) hclog.Logger { return l }

@@ -1,0 +1,388 @@
+package pluginhost
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentenv/agentenv/sdk"
+	"github.com/agentenv/agentenv/sdk/reward"
+)
+
+// pidOf asks the test plugin behind r for its process id.
+func pidOf(t *testing.T, ctx context.Context, r reward.Combiner) int {
+	t.Helper()
+	pid, err := r.Combine(ctx, map[string]float64{"pid": 0})
+	if err != nil {
+		t.Fatalf("pid probe: %v", err)
+	}
+	return int(pid)
+}
+
+// gone reports whether process pid no longer runs (absent or a zombie
+// waiting for a reaper that is not us).
+func gone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return syscall.Kill(pid, 0) == syscall.ESRCH
+	}
+	// Field 3, after the parenthesised command name, is the state.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(fields) > 0 && (fields[0] == "Z" || fields[0] == "X")
+}
+
+func waitGone(t *testing.T, pid int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !gone(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still running after %s", pid, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestKilledPluginIsRestarted(t *testing.T) {
+	dir := t.TempDir()
+	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
+	h := newHost(t, dir, nil)
+	ctx := ctxTimeout(t, 60*time.Second)
+	r, err := h.Reward(ctx, "v", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := pidOf(t, ctx, r)
+
+	// Calls in flight when the plugin dies fail at once, naming it.
+	const inflight = 4
+	errs := make(chan error, inflight)
+	for range inflight {
+		go func() {
+			_, err := r.Combine(ctx, map[string]float64{"sleep_ms": 30000, "a": 1})
+			errs <- err
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // let the calls reach the plugin
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(5 * time.Second)
+	for range inflight {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, ErrCrashed) || !strings.Contains(err.Error(), "plugin reward-v") || !strings.Contains(err.Error(), strconv.Itoa(pid)) {
+				t.Fatalf("in-flight call error = %v; want ErrCrashed naming reward-v and pid %d", err, pid)
+			}
+		case <-timeout:
+			t.Fatal("in-flight calls hang after the plugin was killed")
+		}
+	}
+
+	// The next call is served by a new process.
+	got, err := r.Combine(ctx, map[string]float64{"a": 1, "b": 0})
+	if err != nil || got != 0.5 {
+		t.Fatalf("call after the crash = %v, %v; want 0.5", got, err)
+	}
+	if pid2 := pidOf(t, ctx, r); pid2 == pid {
+		t.Fatalf("still pid %d after the crash", pid)
+	}
+	if n := h.Restarts(); n != 1 {
+		t.Fatalf("Restarts() = %d, want 1", n)
+	}
+	waitGone(t, pid, 5*time.Second)
+}
+
+// A crash noticed with no call in flight is repaired before the next call.
+func TestIdleCrashIsNoticed(t *testing.T) {
+	dir := t.TempDir()
+	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
+	h := newHost(t, dir, nil)
+	ctx := ctxTimeout(t, 60*time.Second)
+	r, err := h.Reward(ctx, "v", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := pidOf(t, ctx, r)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for h.Restarts() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the watcher did not restart the killed plugin")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := pidOf(t, ctx, r); got == pid {
+		t.Fatal("same pid after restart")
+	}
+}
+
+// A plugin whose binary disappears after a crash stays down, and calls
+// fail at once with the reason rather than hang.
+func TestRestartFailureFailsFast(t *testing.T) {
+	dir := t.TempDir()
+	path := install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
+	h := newHost(t, dir, nil)
+	ctx := ctxTimeout(t, 60*time.Second)
+	r, err := h.Reward(ctx, "v", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := pidOf(t, ctx, r)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid, 5*time.Second)
+	var last error
+	for range 3 {
+		start := time.Now()
+		_, last = r.Combine(ctx, map[string]float64{"a": 1})
+		if last == nil {
+			t.Fatal("call succeeded with the plugin binary gone")
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("call took %s to fail", d)
+		}
+	}
+	if !strings.Contains(last.Error(), "plugin reward-v is down") || !strings.Contains(last.Error(), "not found") {
+		t.Fatalf("error = %v; want the plugin named, down, not found", last)
+	}
+	// Putting the binary back brings it back.
+	install(t, rewardV(t, "v2"), dir, "agentenv-reward-v")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if v, err := r.Combine(ctx, map[string]float64{"version": 0}); err == nil && v == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("plugin did not come back after its binary returned")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestHotSwapUnderLoad(t *testing.T) {
+	dir := t.TempDir()
+	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
+	v2, v3 := rewardV(t, "v2"), rewardV(t, "v3")
+	h := newHost(t, dir, nil)
+	ctx := ctxTimeout(t, 120*time.Second)
+	r, err := h.Reward(ctx, "v", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := func() sdk.Info { return r.(sdk.Informer).Info() }
+
+	var (
+		stop     atomic.Bool
+		calls    atomic.Int64
+		failures atomic.Int64
+		seen     sync.Map // version number -> true
+		wg       sync.WaitGroup
+		firstErr atomic.Value
+	)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !stop.Load(); i++ {
+				scores := map[string]float64{"a": float64(g), "b": float64(i % 7)}
+				want := (float64(g) + float64(i%7)) / 2
+				probe := i%10 == 0
+				if probe {
+					scores = map[string]float64{"version": 0}
+				}
+				got, err := r.Combine(ctx, scores)
+				calls.Add(1)
+				switch {
+				case err != nil:
+					failures.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+				case probe:
+					seen.Store(got, true)
+				case got != want:
+					failures.Add(1)
+					firstErr.CompareAndSwap(nil, fmt.Sprintf("got %v want %v", got, want))
+				}
+			}
+		}()
+	}
+	waitVersion := func(v string, n float64) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for info().Version != v {
+			if time.Now().After(deadline) {
+				t.Fatalf("still %s after replacing the binary with %s", info().Version, v)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		// Calls made after the swap reach the new process.
+		if got, err := r.Combine(ctx, map[string]float64{"version": 0}); err != nil || got != n {
+			t.Fatalf("after swapping to %s a call answered version %v, %v", v, got, err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	install(t, v2, dir, "agentenv-reward-v")
+	waitVersion("v2", 2)
+	time.Sleep(300 * time.Millisecond)
+	install(t, v3, dir, "agentenv-reward-v")
+	waitVersion("v3", 3)
+	time.Sleep(300 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+
+	if n := failures.Load(); n != 0 {
+		t.Fatalf("%d of %d calls failed during the swaps; first: %v", n, calls.Load(), firstErr.Load())
+	}
+	for _, v := range []float64{1, 2, 3} {
+		if _, ok := seen.Load(v); !ok {
+			t.Errorf("no call was served by version %v", v)
+		}
+	}
+	if h.Restarts() != 0 {
+		t.Errorf("Restarts() = %d; a swap is not a restart", h.Restarts())
+	}
+	t.Logf("%d calls, 0 failed, across two hot swaps", calls.Load())
+}
+
+// A new binary that does not start leaves the old process serving; a
+// good one after it is swapped in.
+func TestHotSwapToBrokenBinaryKeepsOld(t *testing.T) {
+	dir := t.TempDir()
+	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
+	h := newHost(t, dir, nil)
+	ctx := ctxTimeout(t, 60*time.Second)
+	r, err := h.Reward(ctx, "v", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := pidOf(t, ctx, r)
+	// misbehave, installed as "v", exits before the handshake.
+	install(t, build(t, "misbehave", ""), dir, "agentenv-reward-v")
+	time.Sleep(1 * time.Second) // many polls: it is tried once, then left alone
+	if got, err := r.Combine(ctx, map[string]float64{"a": 3}); err != nil || got != 3 {
+		t.Fatalf("old process after a failed swap: %v, %v", got, err)
+	}
+	if p := pidOf(t, ctx, r); p != pid {
+		t.Fatalf("pid changed from %d to %d after a failed swap", pid, p)
+	}
+	if err := h.Reload(); err == nil || !strings.Contains(err.Error(), "hot swap of reward-v failed, the old process keeps serving") {
+		t.Fatalf("Reload error = %v", err)
+	}
+	install(t, rewardV(t, "v2"), dir, "agentenv-reward-v")
+	deadline := time.Now().Add(30 * time.Second)
+	for r.(sdk.Informer).Info().Version != "v2" {
+		if time.Now().After(deadline) {
+			t.Fatal("a good binary after a broken one was not swapped in")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	waitGone(t, pid, 5*time.Second)
+}
+
+// A swapped-out process finishes the calls it has before it is stopped.
+func TestHotSwapDrainsInFlightCalls(t *testing.T) {
+	dir := t.TempDir()
+	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
+	h := newHost(t, dir, func(o *Options) { o.PollInterval = -1 })
+	ctx := ctxTimeout(t, 60*time.Second)
+	r, err := h.Reward(ctx, "v", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := pidOf(t, ctx, r)
+	slow := make(chan error, 1)
+	go func() {
+		v, err := r.Combine(ctx, map[string]float64{"sleep_ms": 1500, "version": 0})
+		if err == nil && v != 1 {
+			err = fmt.Errorf("slow call answered version %v, want 1", v)
+		}
+		slow <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	install(t, rewardV(t, "v2"), dir, "agentenv-reward-v")
+	if err := h.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := r.Combine(ctx, map[string]float64{"version": 0}); err != nil || v != 2 {
+		t.Fatalf("new call after reload: %v, %v", v, err)
+	}
+	if gone(pid) {
+		t.Fatal("old process stopped before its call finished")
+	}
+	if err := <-slow; err != nil {
+		t.Fatalf("in-flight call on the old process: %v", err)
+	}
+	waitGone(t, pid, 5*time.Second)
+}
+
+func TestCloseStopsPlugins(t *testing.T) {
+	dir := t.TempDir()
+	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
+	h := newHost(t, dir, nil)
+	ctx := ctxTimeout(t, 60*time.Second)
+	r, err := h.Reward(ctx, "v", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := pidOf(t, ctx, r)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid, 5*time.Second)
+	if _, err := r.Combine(ctx, map[string]float64{"a": 1}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("call after Close: %v, want ErrClosed", err)
+	}
+	if _, err := h.Reward(ctx, "v", nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Reward after Close: %v, want ErrClosed", err)
+	}
+}
+
+// A host killed by SIGKILL cannot stop its plugins; the kernel must.
+func TestKilledHostLeavesNoPlugin(t *testing.T) {
+	dir := t.TempDir()
+	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
+	cmd := exec.Command(build(t, "hostkill", ""), dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = testWriter{t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("host printed no plugin pid: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "PID ")))
+	if err != nil || gone(pid) {
+		t.Fatalf("bad or dead plugin pid from %q: %v", line, err)
+	}
+	t.Cleanup(func() { // do not leave an orphan behind if the test fails
+		if !gone(pid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	waitGone(t, pid, 5*time.Second)
+}

@@ -1,0 +1,167 @@
+package pluginhost
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// The tests run real plugin binaries, built once per test run from
+// testdata/ into a shared temp folder.
+
+var (
+	binDir  string
+	builds  sync.Map // key -> *buildResult
+	goTool  string
+	tempDir string
+)
+
+type buildResult struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pluginhost-test-bins")
+	if err != nil {
+		panic(err)
+	}
+	binDir = dir
+	goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goTool); err != nil {
+		goTool = "go"
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// build compiles ./testdata/<pkg> once per distinct ldflags and returns
+// the binary's path.
+func build(t testing.TB, pkg, ldflags string) string {
+	t.Helper()
+	key := pkg + "|" + ldflags
+	v, _ := builds.LoadOrStore(key, &buildResult{})
+	b := v.(*buildResult)
+	b.once.Do(func() {
+		out := filepath.Join(binDir, pkg+"-"+safeName(ldflags))
+		args := []string{"build", "-o", out}
+		if ldflags != "" {
+			args = append(args, "-ldflags", ldflags)
+		}
+		cmd := exec.Command(goTool, append(args, "./testdata/"+pkg)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			b.err = err
+			b.path = stderr.String()
+			return
+		}
+		b.path = out
+	})
+	if b.err != nil {
+		t.Fatalf("build testdata/%s: %v\n%s", pkg, b.err, b.path)
+	}
+	return b.path
+}
+
+func safeName(s string) string {
+	out := []byte(s)
+	for i, c := range out {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			out[i] = '_'
+		}
+	}
+	return string(out)
+}
+
+// rewardV builds the test reward plugin at version v.
+func rewardV(t testing.TB, v string) string {
+	return build(t, "rewardv", "-X main.version="+v)
+}
+
+// install copies src into dir as name (executable), through a temp file
+// and a rename, as a package manager replaces a binary.
+func install(t testing.TB, src, dir, name string) string {
+	t.Helper()
+	dst := filepath.Join(dir, name)
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	tmp, err := os.CreateTemp(dir, ".install-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(tmp, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := tmp.Chmod(0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := tmp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// newHost makes a host searching only dir, with no built-ins unless
+// builtins names some (served by selfExe).
+func newHost(t testing.TB, dir string, mod func(*Options)) *Host {
+	t.Helper()
+	opts := Options{
+		Logger:       hclog.New(&hclog.LoggerOptions{Name: t.Name(), Output: testWriter{t}, Level: hclog.Info}),
+		SelfExe:      filepath.Join(dir, "agentenv"),
+		SearchPath:   []string{dir},
+		Builtins:     []string{},
+		CachePath:    filepath.Join(t.TempDir(), "cache.json"),
+		PollInterval: 50 * time.Millisecond,
+	}
+	if mod != nil {
+		mod(&opts)
+	}
+	h, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := h.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return h
+}
+
+// testWriter sends host logs to the test log, and nowhere once the test
+// has finished.
+type testWriter struct{ t testing.TB }
+
+var logMu sync.Mutex
+
+func (w testWriter) Write(p []byte) (int, error) {
+	logMu.Lock()
+	defer logMu.Unlock()
+	defer func() { _ = recover() }() // logging after the test ended panics
+	w.t.Log(string(bytes.TrimRight(p, "\n")))
+	return len(p), nil
+}
+
+func ctxTimeout(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,85 @@
+// Command rewardv is a test reward plugin, agentenv-reward-v. Its version
+// comes from -ldflags "-X main.version=vN". Combine returns the mean of the
+// scores times the configured scale, except for probe keys the tests use:
+// "pid" returns the process id, "version" the N of vN, and "sleep_ms"
+// sleeps first (honouring cancellation), "env:NAME" returns 1 if the
+// variable NAME is set, else 0.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentenv/agentenv/sdk"
+	"github.com/agentenv/agentenv/sdk/reward"
+)
+
+var version = "v0"
+
+type plugin struct{ scale float64 }
+
+func (p *plugin) Info() sdk.Info {
+	return sdk.Info{Name: "v", Kind: sdk.KindReward, Version: version, ConfigSchema: json.RawMessage(`{
+		"type": "object",
+		"properties": {"scale": {"type": "number", "exclusiveMinimum": 0}},
+		"additionalProperties": false
+	}`)}
+}
+
+func (p *plugin) Configure(_ context.Context, config json.RawMessage) error {
+	var c struct{ Scale *float64 }
+	if err := json.Unmarshal(config, &c); err != nil {
+		return err
+	}
+	if c.Scale != nil {
+		p.scale = *c.Scale
+	}
+	return nil
+}
+
+func (p *plugin) Combine(ctx context.Context, scores map[string]float64) (float64, error) {
+	if ms, ok := scores["sleep_ms"]; ok {
+		select {
+		case <-time.After(time.Duration(ms) * time.Millisecond):
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		delete(scores, "sleep_ms")
+	}
+	if _, ok := scores["pid"]; ok {
+		return float64(os.Getpid()), nil
+	}
+	for k := range scores {
+		if name, ok := strings.CutPrefix(k, "env:"); ok {
+			if _, set := os.LookupEnv(name); set {
+				return 1, nil
+			}
+			return 0, nil
+		}
+	}
+	if _, ok := scores["version"]; ok {
+		return strconv.ParseFloat(strings.TrimPrefix(version, "v"), 64)
+	}
+	if len(scores) == 0 {
+		return 0, errors.New("no scores")
+	}
+	var sum float64
+	for _, s := range scores {
+		sum += s
+	}
+	return p.scale * sum / float64(len(scores)), nil
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] != "plugin-serve" {
+		fmt.Fprintln(os.Stderr, "usage: rewardv [plugin-serve reward-v]")
+		os.Exit(2)
+	}
+	reward.Serve(&plugin{scale: 1})
+}
