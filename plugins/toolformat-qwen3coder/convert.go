@@ -1,0 +1,233 @@
+package qwen3coder
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/agentenv/agentenv/sdk/toolformat"
+)
+
+// properties returns the parameter schemas vLLM types values with: the
+// first tool of that name's parameters.properties, or, when there is no
+// properties key, the parameters object itself (vLLM reads it that way).
+// nil means every value stays a string.
+func properties(tools []toolformat.Tool, name string) map[string]json.RawMessage {
+	for _, t := range tools {
+		if t.Name != name {
+			continue
+		}
+		var params map[string]json.RawMessage
+		if json.Unmarshal(t.Parameters, &params) != nil {
+			return nil
+		}
+		raw, ok := params["properties"]
+		if !ok {
+			return params
+		}
+		var props map[string]json.RawMessage
+		if json.Unmarshal(raw, &props) != nil {
+			return nil
+		}
+		return props
+	}
+	return nil
+}
+
+// schemaType is vLLM's str(schema["type"]).strip().lower(), or "string"
+// when the schema is not an object or has no type. A non-string type (a
+// list such as ["integer", "null"]) is returned as "other": Python's str()
+// of it starts with a bracket and matches no named type.
+func schemaType(schema json.RawMessage) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(schema, &fields) != nil || fields == nil {
+		return "string"
+	}
+	raw, ok := fields["type"]
+	if !ok {
+		return "string"
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "other"
+	}
+	return strings.ToLower(pyStrip(s))
+}
+
+// typeClass is the branch of vLLM's conversion a schema type takes.
+type typeClass int
+
+const (
+	classString typeClass = iota
+	classInteger
+	classNumber
+	classBoolean
+	classContainer
+	classOther
+)
+
+func classify(t string) typeClass {
+	switch t {
+	case "string", "str", "text", "varchar", "char", "enum":
+		return classString
+	case "boolean", "bool", "binary":
+		return classBoolean
+	case "object", "array", "arr":
+		return classContainer
+	}
+	for _, p := range []string{"int", "uint", "long", "short", "unsigned"} {
+		if strings.HasPrefix(t, p) {
+			return classInteger
+		}
+	}
+	if strings.HasPrefix(t, "num") || strings.HasPrefix(t, "float") {
+		return classNumber
+	}
+	if strings.HasPrefix(t, "dict") || strings.HasPrefix(t, "list") {
+		return classContainer
+	}
+	return classOther
+}
+
+// convert types one parameter value as vLLM does. Where vLLM reads a
+// value, the same value comes back. Where vLLM cannot read it as its type
+// (it passes the raw text on, turns a non-boolean into false, or fails the
+// whole reply), reason says why and the call is returned unparsed.
+func convert(name, value string, props map[string]json.RawMessage) (json.RawMessage, string) {
+	if strings.EqualFold(value, "null") {
+		return json.RawMessage("null"), ""
+	}
+	schema, ok := props[name]
+	if !ok {
+		return appendJSONString(nil, value), ""
+	}
+	class := classify(schemaType(schema))
+	if class == classString {
+		return appendJSONString(nil, value), ""
+	}
+	// The Qwen3-Coder template renders None as "None"; newer vLLM reads it
+	// back as null for every non-string type, and so do we.
+	if class != classOther && strings.EqualFold(value, "none") {
+		return json.RawMessage("null"), ""
+	}
+	switch class {
+	case classInteger:
+		n, ok := pyInt(value)
+		if !ok {
+			return nil, fmt.Sprintf("parameter '%s' is not an integer: %s", name, quoteValue(value))
+		}
+		return json.RawMessage(n), ""
+	case classNumber:
+		f, ok := pyFloat(value)
+		if !ok {
+			return nil, fmt.Sprintf("parameter '%s' is not a number: %s", name, quoteValue(value))
+		}
+		text, ok := floatArgument(f)
+		if !ok {
+			return nil, fmt.Sprintf("parameter '%s' is not a finite number: %s", name, quoteValue(value))
+		}
+		return json.RawMessage(text), ""
+	case classBoolean:
+		switch strings.ToLower(value) {
+		case "true":
+			return json.RawMessage("true"), ""
+		case "false":
+			return json.RawMessage("false"), ""
+		}
+		return nil, fmt.Sprintf("parameter '%s' is not a boolean (write true or false): %s", name, quoteValue(value))
+	case classContainer:
+		return convertContainer(name, value)
+	}
+	// Any other type: a Python literal if it is one, else the raw text.
+	if v, err := literalEval(value); err == nil {
+		if out, err := appendPyJSON(nil, v); err == nil {
+			return out, ""
+		}
+	}
+	return appendJSONString(nil, value), ""
+}
+
+// convertContainer reads an object or array value: JSON first, then a
+// Python literal ({'a': True}), as vLLM does.
+func convertContainer(name, value string) (json.RawMessage, string) {
+	var check json.RawMessage
+	jsonErr := json.Unmarshal([]byte(value), &check)
+	if jsonErr == nil {
+		var out bytes.Buffer
+		if err := json.Compact(&out, []byte(value)); err == nil {
+			return out.Bytes(), ""
+		}
+	}
+	if nonFiniteAt(value, jsonErr) {
+		return nil, fmt.Sprintf("parameter '%s' holds NaN or Infinity, which JSON cannot carry; write a finite number, null or a string", name)
+	}
+	v, err := literalEval(value)
+	if err != nil {
+		return nil, fmt.Sprintf("parameter '%s' is not valid JSON: %s", name, jsonProblem(value, jsonErr))
+	}
+	out, err := appendPyJSON(nil, v)
+	if err != nil {
+		return nil, fmt.Sprintf("parameter '%s' holds %v", name, err)
+	}
+	return out, ""
+}
+
+// nonFiniteAt reports whether JSON decoding stopped at NaN, Infinity or
+// -Infinity, which Python's json.loads accepts and Go's does not.
+func nonFiniteAt(src string, err error) bool {
+	var syn *json.SyntaxError
+	if !errors.As(err, &syn) {
+		return false
+	}
+	at := int(syn.Offset) - 1
+	if at < 0 || at >= len(src) {
+		return false
+	}
+	rest := src[at:]
+	return strings.HasPrefix(rest, "NaN") || strings.HasPrefix(rest, "Infinity")
+}
+
+// jsonProblem describes a JSON decoding error with its offset in the value.
+func jsonProblem(src string, err error) string {
+	var syn *json.SyntaxError
+	if !errors.As(err, &syn) {
+		return err.Error()
+	}
+	if syn.Error() == "unexpected end of JSON input" {
+		return fmt.Sprintf("it ends at offset %d before the value is complete", len(src))
+	}
+	at := max(0, int(syn.Offset)-1)
+	return fmt.Sprintf("%s at offset %d (near %s)", syn.Error(), at, excerpt(src, at))
+}
+
+// maxQuoted bounds how much of a bad value a reason repeats.
+const maxQuoted = 80
+
+func quoteValue(v string) string {
+	if len(v) <= maxQuoted {
+		return "'" + v + "'"
+	}
+	cut := maxQuoted
+	for cut > 0 && !isRuneStart(v[cut]) {
+		cut--
+	}
+	return "'" + v[:cut] + "…'"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// excerpt quotes the text around byte offset at.
+func excerpt(src string, at int) string {
+	const radius = 24
+	lo, hi := max(0, at-radius), min(len(src), at+radius)
+	for lo > 0 && !isRuneStart(src[lo]) {
+		lo--
+	}
+	for hi < len(src) && !isRuneStart(src[hi]) {
+		hi++
+	}
+	return strconv.Quote(src[lo:hi])
+}
