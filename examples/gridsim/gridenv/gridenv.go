@@ -233,3 +233,31 @@ func (e *Env) grade(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolRe
 	e.log.Info("graded", "grade", g, "valid_submissions", e.submitted, "rejected", e.rejected)
 	return textResult("%s", strconv.FormatFloat(g, 'f', -1, 64)), nil, nil
 }
+
+// Market converts get_prices's answer back into a market day.
+func (d Day) Market() (market.Day, error) {
+	if d.PowerMW < 1 || d.CapacityMWh%d.PowerMW != 0 || d.StartMWh%d.PowerMW != 0 {
+		return market.Day{}, fmt.Errorf("battery %d MW, %d MWh, starting with %d MWh: the energies are not whole hours of power",
+			d.PowerMW, d.CapacityMWh, d.StartMWh)
+	}
+	m := market.Day{
+		Battery: market.Battery{
+			PowerMW:       d.PowerMW,
+			CapacityHours: d.CapacityMWh / d.PowerMW,
+			EfficiencyPct: d.EfficiencyPct,
+			StartHours:    d.StartMWh / d.PowerMW,
+		},
+		PricesCents: make([]int64, len(d.Prices)),
+	}
+	for h, p := range d.Prices {
+		c, err := days.CentsOf(p)
+		if err != nil {
+			return market.Day{}, fmt.Errorf("prices[%d]: %w", h, err)
+		}
+		m.PricesCents[h] = c
+	}
+	if err := m.Check(); err != nil {
+		return market.Day{}, err
+	}
+	return m, nil
+}
