@@ -36,7 +36,7 @@ var latencyBuckets = []float64{
 	1, 2.5, 5, 10, 30, 60, 120, 300, 600,
 }
 
-func newMetrics(restarts func() map[string]float64) *metrics {
+func newMetrics(restarts func() float64) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		live: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -70,23 +70,9 @@ func newMetrics(restarts func() map[string]float64) *metrics {
 		m.phase.WithLabelValues(p) // so every phase shows before its first sample
 	}
 	if restarts != nil {
-		m.reg.MustRegister(&restartCollector{fn: restarts, desc: prometheus.NewDesc(
-			"agentenv_plugin_restarts_total", "Plugin process restarts after a crash, by plugin.", []string{"plugin"}, nil)})
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "agentenv_plugin_restarts_total", Help: "Plugin processes restarted after a crash.",
+		}, restarts))
 	}
 	return m
-}
-
-// restartCollector reads plugin restart counts from the plugin host at
-// scrape time.
-type restartCollector struct {
-	fn   func() map[string]float64
-	desc *prometheus.Desc
-}
-
-func (c *restartCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-func (c *restartCollector) Collect(ch chan<- prometheus.Metric) {
-	for name, n := range c.fn() {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, n, name)
-	}
 }

@@ -70,9 +70,9 @@ type Options struct {
 	// TeardownTimeout bounds each episode's Close.
 	TeardownTimeout time.Duration
 	Logger          hclog.Logger
-	// PluginRestarts, when set, is read at each /metrics scrape: restarts
-	// by plugin name.
-	PluginRestarts func() map[string]float64
+	// PluginRestarts, when set, is read at each /metrics scrape: plugin
+	// processes restarted after a crash.
+	PluginRestarts func() float64
 }
 
 // Server is an OpenEnv server over a Player. Use Handler with your own

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
 )
@@ -210,5 +211,37 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		if _, err := New(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want error with %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+func TestMetricsSeries(t *testing.T) {
+	restarts := 0.0
+	ts := startServer(t, Options{PluginRestarts: func() float64 { restarts++; return restarts }})
+	c := ts.dial(t, "")
+	c.observation(t, `{"type":"reset","data":{"task_id":"quiz"}}`)
+	c.observation(t, `{"type":"step","data":{"reply":"a"}}`)
+	c.observation(t, `{"type":"step","data":{"reply":"done"}}`)
+	c.error(t, `{"type":"nope"}`)
+	eventually(t, 2*time.Second, "teardown observed", func() bool {
+		v, _ := metricValue(t, ts, "", `agentenv_episode_phase_seconds_count{phase="teardown"}`)
+		return v == 1
+	})
+	for series, want := range map[string]float64{
+		`agentenv_episode_phase_seconds_count{phase="deploy"}`: 1,
+		`agentenv_episode_phase_seconds_count{phase="step"}`:   1,
+		`agentenv_episode_phase_seconds_count{phase="verify"}`: 1,
+		`agentenv_errors_total{code="UNKNOWN_TYPE"}`:           1,
+		`agentenv_episodes_total{outcome="done"}`:              1,
+		`agentenv_reset_queue_wait_seconds_count`:              1,
+		`agentenv_sessions_open`:                               1,
+		`agentenv_episodes_live`:                               0,
+		`agentenv_reset_queue_depth`:                           0,
+	} {
+		if v, ok := metricValue(t, ts, "", series); !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
+		}
+	}
+	if v, ok := metricValue(t, ts, "", "agentenv_plugin_restarts_total"); !ok || v < 1 {
+		t.Errorf("plugin restarts not read at scrape: %v %v", v, ok)
 	}
 }
