@@ -60,9 +60,9 @@ func loadEnvs(dir string, ps *problems) map[string]*Env {
 			ps.add(path, 0, "env name %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", name)
 			continue
 		}
-		if env := loadEnv(name, path, ps); env != nil {
-			envs[name] = env
-		}
+		// A broken env stays in the map (the load fails anyway) so tasks
+		// naming it are not also reported.
+		envs[name] = loadEnv(name, path, ps)
 	}
 	return envs
 }
@@ -70,20 +70,20 @@ func loadEnvs(dir string, ps *problems) map[string]*Env {
 func loadEnv(name, dir string, ps *problems) *Env {
 	file := filepath.Join(dir, "env.toml")
 	data, err := os.ReadFile(file)
+	broken := &Env{Name: name, Dir: dir, File: file}
 	if errors.Is(err, os.ErrNotExist) {
 		ps.add(file, 0, "missing: every env needs an env.toml saying how to run it (image and/or command)")
-		return nil
+		return broken
 	}
 	if err != nil {
 		ps.add(file, 0, "cannot read: %v", err)
-		return nil
+		return broken
 	}
 	var f envFile
 	if err := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(&f); err != nil {
 		reportTOML(file, err, envKeyWant, envKeys, ps)
-		return nil
+		return broken
 	}
-	n := ps.count()
 	bad := func(key, format string, args ...any) {
 		ps.add(file, keyLine(data, key), format, args...)
 	}
@@ -130,9 +130,6 @@ func loadEnv(name, dir string, ps *problems) *Env {
 		case k == "AGENTENV_PORT":
 			bad("env", "env var AGENTENV_PORT is set by the sandbox: the env listens where it is told")
 		}
-	}
-	if ps.count() > n {
-		return nil
 	}
 	return env
 }

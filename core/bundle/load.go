@@ -172,6 +172,7 @@ func loadFamily(name, file, seedsFile string, envs map[string]*Env, ps *problems
 	if t == nil {
 		return nil
 	}
+	checkSeedKeys(t, seedsFile, lines, ps)
 	t.base = make([]Step, len(t.steps))
 	for i := range t.steps {
 		t.base[i] = t.steps[i].base()

@@ -19,7 +19,7 @@ func (b *Bundle) CheckReward(spec string) error {
 	var why string
 	switch {
 	case spec == "":
-		why = "have several verifier steps and no reward is given (use --reward <plugin> or --reward score:<step id>)"
+		why = "several verifier steps and no reward is given (use --reward <plugin> or --reward score:<step id>)"
 		for _, t := range b.Tasks {
 			if n := len(t.Verifiers()); n > 1 {
 				bad = append(bad, t.ID)
@@ -30,7 +30,7 @@ func (b *Bundle) CheckReward(spec string) error {
 		if id == "" {
 			return fmt.Errorf("reward %q: no step id after %q", spec, RewardScorePrefix)
 		}
-		why = fmt.Sprintf("have no verifier step %q (reward %q)", id, spec)
+		why = fmt.Sprintf("no verifier step %q (reward %q)", id, spec)
 		for _, t := range b.Tasks {
 			if s := t.Step(id); s == nil || !s.IsVerifier() {
 				bad = append(bad, t.ID)
@@ -42,14 +42,18 @@ func (b *Bundle) CheckReward(spec string) error {
 	if len(bad) == 0 {
 		return nil
 	}
-	return fmt.Errorf("bundle %s: %s %s", b.Name, nameTasks(bad), why)
+	verb := "have"
+	if len(bad) == 1 {
+		verb = "has"
+	}
+	return fmt.Errorf("bundle %s: %s %s %s", b.Name, nameTasks(bad), verb, why)
 }
 
 // nameTasks names the first few tasks and counts the rest.
 func nameTasks(ids []string) string {
 	const show = 5
 	if len(ids) == 1 {
-		return "1 task (" + ids[0] + ")"
+		return "task " + ids[0]
 	}
 	head := ids
 	if len(head) > show {

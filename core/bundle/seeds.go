@@ -43,18 +43,22 @@ func parseSeeds(file string, data []byte, ps *problems) ([]seedLine, map[string]
 			decodeSeed(file, data[lines[i].off:lines[i].end], &lines[i], wp)
 		}
 	})
-	keys := map[string]bool{}
 	for _, p := range parts {
 		ps.merge(p)
 	}
+	// Keys seen on every line are found from the first good one; only
+	// lines with other keys add to the union.
+	keys := map[string]bool{}
 	first := make(map[string]int, len(lines))
 	for i := range lines {
 		l := &lines[i]
 		if l.vals == nil {
 			continue
 		}
-		for k := range l.vals {
-			keys[k] = true
+		if len(l.vals) != len(keys) || !hasKeys(l.vals, keys) {
+			for k := range l.vals {
+				keys[k] = true
+			}
 		}
 		if l.id == "" {
 			continue
@@ -69,22 +73,20 @@ func parseSeeds(file string, data []byte, ps *problems) ([]seedLine, map[string]
 	return lines, keys
 }
 
+func hasKeys(vals map[string]any, keys map[string]bool) bool {
+	for k := range vals {
+		if !keys[k] {
+			return false
+		}
+	}
+	return true
+}
+
 func decodeSeed(file string, raw []byte, l *seedLine, ps *problems) {
-	raw = bytes.TrimSpace(raw)
 	l.bad = true
-	if raw[0] != '{' {
-		ps.add(file, l.line, "a seed line must be a JSON object")
-		return
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var vals map[string]any
-	if err := dec.Decode(&vals); err != nil {
-		ps.add(file, l.line, "invalid JSON: %v", err)
-		return
-	}
-	if dec.InputOffset() != int64(len(raw)) {
-		ps.add(file, l.line, "unexpected data after the object (one JSON object per line)")
+	vals, err := decodeSeedObject(raw)
+	if err != nil {
+		ps.add(file, l.line, "%v", err)
 		return
 	}
 	l.vals = vals
@@ -123,10 +125,6 @@ func instantiate(t *taskTmpl, seedsFile string, lines []seedLine, envs map[strin
 		for i := lo; i < hi; i++ {
 			l := &lines[i]
 			if l.bad {
-				continue
-			}
-			if missing := missingKeys(t.used, l.vals); missing != "" {
-				wp.add(seedsFile, l.line, "seed %q has no value for %s, used in %s", l.id, missing, t.file)
 				continue
 			}
 			task := &block[i-lo]
@@ -169,6 +167,24 @@ func instantiate(t *taskTmpl, seedsFile string, lines []seedLine, envs map[strin
 		}
 	}
 	return out
+}
+
+// checkSeedKeys marks the lines lacking a key the template's placeholders
+// use.
+func checkSeedKeys(t *taskTmpl, seedsFile string, lines []seedLine, ps *problems) {
+	if len(t.used) == 0 {
+		return
+	}
+	for i := range lines {
+		l := &lines[i]
+		if l.vals == nil {
+			continue
+		}
+		if missing := missingKeys(t.used, l.vals); missing != "" {
+			ps.add(seedsFile, l.line, "seed %q has no value for %s, used in %s", l.id, missing, t.file)
+			l.bad = true
+		}
+	}
 }
 
 func missingKeys(used []string, vals map[string]any) string {

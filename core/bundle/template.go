@@ -1,7 +1,6 @@
 package bundle
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -121,6 +120,7 @@ func (t *tstr) render(seed map[string]any) string {
 		return seedText(seed[t.parts[0].key])
 	}
 	var b strings.Builder
+	b.Grow(len(t.s) + 16)
 	for _, p := range t.parts {
 		if p.key == "" {
 			b.WriteString(p.lit)
@@ -156,14 +156,30 @@ func appendJSONValue(dst []byte, v any) []byte {
 		return append(dst, "false"...)
 	case nil:
 		return append(dst, "null"...)
+	case []any:
+		dst = append(dst, '[')
+		for i, e := range v {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONValue(dst, e)
+		}
+		return append(dst, ']')
+	case map[string]any:
+		keys := sortedKeys(v) // as encoding/json orders them
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, k)
+			dst = append(dst, ':')
+			dst = appendJSONValue(dst, v[k])
+		}
+		return append(dst, '}')
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil { // cannot happen for decoded JSON
-		return append(dst, "null"...)
-	}
-	return append(dst, bytes.TrimRight(buf.Bytes(), "\n")...)
+	// Seeds decode to the types above only.
+	panic(fmt.Sprintf("bundle: seed value of type %T", v))
 }
 
 // targs is the arguments object of a template: compact JSON with holes
@@ -171,6 +187,7 @@ func appendJSONValue(dst []byte, v any) []byte {
 type targs struct {
 	fixed json.RawMessage // no holes
 	segs  []aseg
+	size  int // bytes of the literal parts: a first guess at the output size
 }
 
 type aseg struct {
@@ -187,7 +204,11 @@ func compileArgs(n *jnode, keys, used map[string]bool) targs {
 	if len(c.buf) > 0 {
 		c.segs = append(c.segs, aseg{raw: c.buf})
 	}
-	return targs{segs: c.segs}
+	size := 0
+	for _, s := range c.segs {
+		size += len(s.raw) + 16
+	}
+	return targs{segs: c.segs, size: size}
 }
 
 type argsCompiler struct {
@@ -248,7 +269,7 @@ func (a *targs) render(seed map[string]any) json.RawMessage {
 	if a.segs == nil {
 		return a.fixed
 	}
-	var out []byte
+	out := make([]byte, 0, a.size)
 	for _, s := range a.segs {
 		switch {
 		case s.hole == nil:
