@@ -78,6 +78,8 @@ type Entry struct {
 	Version string   `json:"version"`
 	// Source is "built-in" or the binary's path.
 	Source string `json:"source"`
+	// Command is what the host runs for it: the binary and its arguments.
+	Command []string `json:"command"`
 	SHA256 string `json:"sha256"`
 	// Status is "ok" or "failed: <why>".
 	Status string   `json:"status"`
@@ -301,7 +303,7 @@ func (h *Host) List(ctx context.Context) ([]Entry, error) {
 
 // fingerprint makes c's Entry, from the cache when its binary is known.
 func (h *Host) fingerprint(ctx context.Context, c candidate) Entry {
-	e := Entry{Name: c.name, Kind: c.kind, Source: c.source()}
+	e := Entry{Name: c.name, Kind: c.kind, Source: c.source(), Command: append([]string{c.path}, c.args...)}
 	failed := func(err error) Entry {
 		e.Status = "failed: " + oneLine(err.Error())
 		return e

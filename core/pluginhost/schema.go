@@ -93,9 +93,14 @@ func leafErrors(ve *jsonschema.ValidationError, out *[]string) {
 		}
 		return
 	}
-	loc := "/" + strings.Join(ve.InstanceLocation, "/")
-	if len(ve.InstanceLocation) == 0 {
-		loc = "(top level)"
+	loc := "(top level)"
+	if len(ve.InstanceLocation) > 0 {
+		// A JSON pointer: keys holding '/' or '~' are escaped (RFC 6901).
+		esc := strings.NewReplacer("~", "~0", "/", "~1")
+		loc = ""
+		for _, tok := range ve.InstanceLocation {
+			loc += "/" + esc.Replace(tok)
+		}
 	}
 	*out = append(*out, fmt.Sprintf("at %q: %s", loc, ve.ErrorKind.LocalizedString(printer)))
 }
