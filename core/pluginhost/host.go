@@ -80,7 +80,7 @@ type Entry struct {
 	Source string `json:"source"`
 	// Command is what the host runs for it: the binary and its arguments.
 	Command []string `json:"command"`
-	SHA256 string `json:"sha256"`
+	SHA256  string   `json:"sha256"`
 	// Status is "ok" or "failed: <why>".
 	Status string   `json:"status"`
 	Info   sdk.Info `json:"info"`
