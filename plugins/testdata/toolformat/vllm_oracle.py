@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Checks golden.json against a model of vLLM's own tool parsers.
+
+The model follows the semantics written down in
+shared/research/skyrl.md §6.4 (hermes, vLLM @ becf329) and §6.5
+(qwen3_coder, vLLM @ 0b13f93), run with CPython's real re, json, ast, int
+and float, so the regex and conversion corner cases are CPython's own.
+
+For each golden case and format it computes what vLLM returns (content and
+calls) and checks it against the case: equal to the case's own expectation
+when the case has no "vllm" entry (so our plugins agree with vLLM there),
+or equal to the "vllm" entry when it has one (a documented difference).
+
+Usage: python3 vllm_oracle.py [golden.json]   (exit status 1 on mismatch)
+"""
+import ast
+import json
+import re
+import sys
+
+END_TOKENS = ("<|im_end|>", "<|endoftext|>")
+
+
+def trim_reply(text):
+    """The reply as vLLM's tool parser sees it: no end-of-turn tokens, and
+    content only (the qwen3 reasoning parser's split)."""
+    while True:
+        stripped = text.rstrip()
+        for tok in END_TOKENS:
+            if stripped.endswith(tok):
+                text = stripped[: -len(tok)]
+                break
+        else:
+            break
+    before, sep, after = text.partition("<think>")
+    opened = bool(sep)
+    if opened:
+        text = after
+    if "</think>" in text:
+        return text.partition("</think>")[2]
+    if not opened:
+        return text
+    i = text.find("<tool_call>")
+    if i != -1 and re.match(r"<function[\s=]", text[i + len("<tool_call>"):].lstrip()):
+        return text[i:]
+    return ""
+
+
+# ---- hermes (§6.4) ----
+HERMES_RE = re.compile(r"<tool_call>(.*?)</tool_call>|<tool_call>(.*)", re.DOTALL)
+
+
+def hermes(text, tools):
+    if "<tool_call>" not in text:
+        return text, []
+    try:
+        calls = []
+        for m in HERMES_RE.findall(text):
+            fc = json.loads(m[0] if m[0] else m[1])
+            if isinstance(fc["arguments"], str):
+                fc["arguments"] = json.loads(fc["arguments"])
+            name = fc["name"]
+            if not isinstance(name, str):  # pydantic rejects a non-str name
+                raise TypeError("name")
+            calls.append((name, json.dumps(fc["arguments"], ensure_ascii=False)))
+        return text[: text.find("<tool_call>")], calls
+    except Exception:
+        return text, []
+
+
+# ---- qwen3_coder (§6.5) ----
+BLOCK_RE = re.compile(r"<tool_call>(.*?)</tool_call>|<tool_call>(.*?)$", re.DOTALL)
+FUNC_RE = re.compile(r"<function=(.*?)</function>|<function=(.*)$", re.DOTALL)
+PARAM_RE = re.compile(r"<parameter=(.*?)(?:</parameter>|(?=<parameter=)|(?=</function>)|$)", re.DOTALL)
+
+
+def arguments_config(name, tools):
+    for t in tools:
+        if t["name"] == name:
+            params = t.get("parameters")
+            if isinstance(params, dict) and "properties" in params:
+                return params["properties"]
+            if isinstance(params, dict):
+                return params
+            return {}
+    return {}
+
+
+def convert(value, pname, config):
+    if value.lower() == "null":
+        return None
+    if pname not in config:
+        return value
+    schema = config[pname]
+    ptype = str(schema["type"]).strip().lower() if isinstance(schema, dict) and "type" in schema else "string"
+    if ptype in ("string", "str", "text", "varchar", "char", "enum"):
+        return value
+    if ptype.startswith(("int", "uint", "long", "short", "unsigned")):
+        try:
+            return int(value)
+        except (ValueError, TypeError):
+            return value
+    if ptype.startswith(("num", "float")):
+        try:
+            f = float(value)
+            return f if f - int(f) != 0 else int(f)  # int(inf) raises OverflowError: not caught
+        except (ValueError, TypeError):
+            return value
+    if ptype in ("boolean", "bool", "binary"):
+        return value.lower() == "true"
+    if ptype in ("object", "array", "arr") or ptype.startswith(("dict", "list")):
+        try:
+            return json.loads(value)
+        except (json.JSONDecodeError, TypeError, ValueError):
+            pass
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError, TypeError):
+        return value
+
+
+def qwen3_coder(text, tools):
+    if "<function=" not in text:
+        return text, []
+    try:
+        blocks = [m[0] if m[0] else m[1] for m in BLOCK_RE.findall(text)]
+        if not blocks:
+            blocks = [text]
+        funcs = []
+        for b in blocks:
+            funcs.extend(m[0] if m[0] else m[1] for m in FUNC_RE.findall(b))
+        if not funcs:
+            return text, []
+        calls = []
+        for f in funcs:
+            gt = f.index(">")
+            name = f[:gt]
+            config = arguments_config(name, tools)
+            args = {}
+            for m in PARAM_RE.findall(f[gt + 1:]):
+                k = m.index(">")
+                value = m[k + 1:]
+                if value.startswith("\n"):
+                    value = value[1:]
+                if value.endswith("\n"):
+                    value = value[:-1]
+                args[m[:k]] = convert(value, m[:k], config)
+            calls.append((name, json.dumps(args, ensure_ascii=False)))
+        i = text.find("<tool_call>")
+        return text[: i if i >= 0 else text.find("<function=")], calls
+    except Exception:
+        return text, []
+
+
+PARSERS = {"hermes": hermes, "qwen3_coder": qwen3_coder}
+
+
+def as_value(arguments):
+    """vLLM's arguments string as a value; text that is not JSON (NaN) stays text."""
+    try:
+        return json.loads(arguments, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+    except ValueError:
+        return arguments
+
+
+def main():
+    path = sys.argv[1] if len(sys.argv) > 1 else "golden.json"
+    golden = json.load(open(path, encoding="utf-8"))
+    failures = checked = 0
+    for case in golden["cases"]:
+        tools = golden["toolsets"][case.get("tools", "default")]
+        for fmt in case["formats"]:
+            content, calls = PARSERS[fmt](trim_reply(case["reply"]), tools)
+            got = {"content": content or "", "calls": [{"name": n, "arguments": as_value(a)} for n, a in calls]}
+            if "vllm" in case:
+                want = {"content": case["vllm"].get("content") or "",
+                        "calls": [{"name": c["name"], "arguments": c["arguments"]} for c in case["vllm"].get("calls", [])]}
+                label = "vllm entry"
+            else:
+                if case.get("unparsed"):
+                    print(f"FAIL {case['name']} [{fmt}]: has unparsed calls but no vllm entry")
+                    failures += 1
+                    continue
+                want = {"content": case.get("content", ""), "calls": case.get("calls", [])}
+                label = "our expectation"
+            checked += 1
+            if got != want:
+                failures += 1
+                print(f"FAIL {case['name']} [{fmt}]: vLLM model gives\n  {json.dumps(got, ensure_ascii=False)}\n"
+                      f"but the {label} is\n  {json.dumps(want, ensure_ascii=False)}")
+    print(f"{checked} case/format pairs checked against the vLLM model, {failures} mismatches")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
