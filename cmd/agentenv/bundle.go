@@ -1,0 +1,135 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentenv/agentenv/core/bundle"
+)
+
+func init() { rootCmd.AddCommand(newBundleCmd()) }
+
+func newBundleCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bundle",
+		Short: "Work with bundles (folders of envs, tasks and evals)",
+	}
+	var reward string
+	check := &cobra.Command{
+		Use:   "check DIR",
+		Short: "Load a bundle strictly and print its envs, splits and toolsets, or every problem",
+		Long: `check loads a bundle exactly as serve does and prints what it holds: the
+description, the envs, the splits with their task counts, and the toolsets.
+A bundle with problems prints each with its file and line, and exits non-zero.
+With --reward it also checks that every task can be rewarded that way.
+See docs/bundles.md.`,
+		Example: `  agentenv bundle check examples/gridsim
+  agentenv bundle check my-bundle --reward mean
+  agentenv bundle check my-bundle --reward score:grade`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := bundle.Load(args[0], bundle.Options{})
+			if err != nil {
+				return err
+			}
+			printBundle(cmd.OutOrStdout(), b)
+			if cmd.Flags().Changed("reward") {
+				if err := b.CheckReward(reward); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "\nreward %q: every task can be rewarded\n", reward)
+			} else if err := b.CheckReward(""); err != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "\nneeds a reward: %v\n", err)
+			}
+			return nil
+		},
+	}
+	check.Flags().StringVar(&reward, "reward", "", "check the bundle under this reward: a reward plugin name, or score:<step id>")
+	cmd.AddCommand(check)
+	return cmd
+}
+
+func printBundle(out io.Writer, b *bundle.Bundle) {
+	fmt.Fprintf(out, "bundle %s\n", b.Name)
+	if b.Description != "" {
+		fmt.Fprintf(out, "  %s\n", b.Description)
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "\nenvs (%d):\n", len(b.Envs))
+	names := make([]string, 0, len(b.Envs))
+	for n := range b.Envs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		e := b.Envs[n]
+		var how []string
+		if e.Image != "" {
+			how = append(how, "image "+e.Image)
+		}
+		if len(e.Command) > 0 {
+			how = append(how, "command "+strings.Join(e.Command, " "))
+		}
+		if len(e.Build) > 0 {
+			how = append(how, "build "+strings.Join(e.Build, " "))
+		}
+		how = append(how, fmt.Sprintf("port %d", e.Port))
+		fmt.Fprintf(w, "  %s\t%s\n", n, strings.Join(how, ", "))
+	}
+	fmt.Fprintf(w, "\nsplits (%d):\n", len(b.Splits))
+	for _, s := range b.Splits {
+		counts := map[string]int{}
+		for _, t := range s.Tasks {
+			counts[t.Toolset]++
+		}
+		fmt.Fprintf(w, "  %s\t%d %s\t%d %s\n", s.Name, len(s.Tasks), plural(len(s.Tasks), "task"),
+			len(counts), plural(len(counts), "toolset"))
+	}
+	ts := b.Toolsets()
+	fmt.Fprintf(w, "\ntoolsets (%d):\n", len(ts))
+	for _, t := range ts {
+		fmt.Fprintf(w, "  %s\t%d %s\t%s\te.g. %s\n", t.ID, t.Count, plural(t.Count, "task"), describeToolset(t), t.Task.ID)
+	}
+	w.Flush()
+	for _, warn := range b.Warnings {
+		fmt.Fprintf(out, "warning: %s\n", warn)
+	}
+}
+
+func describeToolset(t bundle.Toolset) string {
+	envs := "no env"
+	if len(t.Envs) > 0 {
+		envs = "envs " + strings.Join(t.Envs, ",")
+	}
+	turns := make([]string, len(t.Turns))
+	for i, tools := range t.Turns {
+		switch {
+		case tools == nil:
+			turns[i] = "default"
+		case len(tools) == 0:
+			turns[i] = "none"
+		default:
+			turns[i] = strings.Join(tools, ",")
+		}
+	}
+	s := envs + "; turns: " + strings.Join(turns, " | ")
+	if len(t.Hidden) > 0 {
+		s += "; hidden: " + strings.Join(t.Hidden, ",")
+	}
+	if t.EndTurn {
+		s += "; +" + bundle.EndTurnTool
+	}
+	return s
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}

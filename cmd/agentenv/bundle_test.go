@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runBundleCheck(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newBundleCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(append([]string{"check"}, args...))
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestBundleCheck(t *testing.T) {
+	full := filepath.Join("..", "..", "core", "bundle", "testdata", "full")
+	broken := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(broken, "tasks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(broken, "tasks", "a.json"), []byte("[\n  {\"id\": \"p\", \"type\": \"prompt\"}\n]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		want []string // in the output, or in the error when err
+		err  bool
+	}{
+		{"valid", []string{full}, []string{
+			"bundle full\n  Every kind of task, and two evals.",
+			"toy  command bin/toyenv, build go build -o bin/toyenv ., port 18765",
+			"all    7 tasks  4 toolsets", "test   3 tasks  3 toolsets", "train  4 tasks  2 toolsets",
+			"3 tasks  envs toy; turns: default; hidden: toy/setup", "turns: look | default; +end_turn",
+			"needs a reward: bundle full: task scored has several verifier steps",
+		}, false},
+		{"reward plugin", []string{full, "--reward", "mean"}, []string{`reward "mean": every task can be rewarded`}, false},
+		{"reward score missing", []string{full, "--reward", "score:grade"}, []string{`5 tasks (chat, level/l1, level/l2, level/l3, quiz) have no verifier step "grade"`}, true},
+		{"broken", []string{broken}, []string{filepath.Join(broken, "tasks", "a.json") + `:2: step "p": unknown step type "prompt"`}, true},
+		{"missing folder", []string{filepath.Join(broken, "nope")}, []string{"no such file or directory"}, true},
+		{"no argument", nil, []string{"accepts 1 arg"}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := runBundleCheck(t, tc.args...)
+			if (err != nil) != tc.err {
+				t.Fatalf("err %v, want error: %v\n%s", err, tc.err, out)
+			}
+			text := out
+			if err != nil {
+				text = err.Error()
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("missing %q in:\n%s", w, text)
+				}
+			}
+		})
+	}
+}
