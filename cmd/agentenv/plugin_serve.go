@@ -1,0 +1,25 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	rootCmd.AddCommand(&cobra.Command{
+		Use:    "plugin-serve KIND-NAME",
+		Short:  "Serve a built-in plugin over go-plugin (run by agentenv itself, not by hand)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			serve, ok := builtins[args[0]]
+			if !ok {
+				return fmt.Errorf("plugin-serve: no built-in plugin %q (built in: %s)", args[0], strings.Join(builtinNames(), ", "))
+			}
+			serve() // does not return
+			return nil
+		},
+	})
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+
+	"github.com/agentenv/agentenv/core/pluginhost"
+)
+
+// logLevelEnv sets the log level of commands that log (default warn).
+const logLevelEnv = "AGENTENV_LOG_LEVEL"
+
+// cliLogger is the logger of short-lived commands: stderr, level from
+// $AGENTENV_LOG_LEVEL.
+func cliLogger(def hclog.Level) hclog.Logger {
+	level := def
+	if l := hclog.LevelFromString(os.Getenv(logLevelEnv)); l != hclog.NoLevel {
+		level = l
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: "agentenv", Output: os.Stderr, Level: level})
+}
+
+// pluginHostOptions are the plugin host options every command uses: the
+// default search path, the built-ins of this binary.
+func pluginHostOptions(log hclog.Logger) pluginhost.Options {
+	return pluginhost.Options{Logger: log, Builtins: builtinNames()}
+}
+
+func init() {
+	pluginsCmd := &cobra.Command{
+		Use:   "plugins",
+		Short: "List and inspect sandbox, tool-format and reward plugins",
+		Long: `Plugins are separate programs agentenv talks to over go-plugin gRPC. A plugin
+binary is named agentenv-<kind>-<name> and found, first match winning, in the
+folders of $AGENTENV_PLUGIN_PATH (colon-separated), then ~/.agentenv/plugins,
+then the folder holding the agentenv binary. The first-party plugins are also
+built into agentenv; a binary of the same name overrides the built-in one.`,
+	}
+	var listJSON bool
+	listCmd := &cobra.Command{
+		Use:   "list",
+		Short: "List every plugin found, with its version, source, sha256 and status",
+		Long: `list finds every plugin, starts each one it has not seen before (by sha256)
+to ask for its Info, and prints one line per plugin. STATUS is "ok", or
+"failed: <why>" for a binary that cannot serve as a plugin.`,
+		Example: "  agentenv plugins list\n  agentenv plugins list --json | jq '.[] | select(.status != \"ok\")'",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := pluginhost.New(pluginHostOptions(cliLogger(hclog.Warn)))
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
+			defer cancel()
+			entries, err := h.List(ctx)
+			if err != nil {
+				return fmt.Errorf("list plugins: %w", err)
+			}
+			if listJSON {
+				return writeJSON(cmd.OutOrStdout(), entries)
+			}
+			return writeTable(cmd.OutOrStdout(), entries)
+		},
+	}
+	listCmd.Flags().BoolVar(&listJSON, "json", false, "print a JSON array of the plugins instead of a table")
+
+	var inspectJSON bool
+	inspectCmd := &cobra.Command{
+		Use:   "inspect NAME",
+		Short: "Show one plugin's Info and configuration schema",
+		Long: `inspect starts the plugin (unless its binary is already fingerprinted) and
+prints its Info: name, kind, version, protocols, source, sha256 and the JSON
+Schema its configuration must satisfy. NAME is <kind>-<name> (reward-mean),
+<kind>/<name>, or the bare name when only one kind has it. It exits 1 if the
+plugin is not found or does not work.`,
+		Example: "  agentenv plugins inspect reward-mean\n  agentenv plugins inspect local --json",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := pluginhost.New(pluginHostOptions(cliLogger(hclog.Warn)))
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+			defer cancel()
+			e, err := h.Inspect(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if inspectJSON {
+				err = writeJSON(cmd.OutOrStdout(), e)
+			} else {
+				err = writeInspect(cmd.OutOrStdout(), e)
+			}
+			if err == nil && !e.OK() {
+				err = fmt.Errorf("plugin %s %s", e.ID(), e.Status)
+			}
+			return err
+		},
+	}
+	inspectCmd.Flags().BoolVar(&inspectJSON, "json", false, "print the plugin as JSON")
+
+	pluginsCmd.AddCommand(listCmd, inspectCmd)
+	rootCmd.AddCommand(pluginsCmd)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// writeTable prints plugins one per line, like `caddy list-modules`.
+func writeTable(w io.Writer, entries []pluginhost.Entry) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tKIND\tVERSION\tSOURCE\tSHA256\tSTATUS")
+	failed := 0
+	for _, e := range entries {
+		if !e.OK() {
+			failed++
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, e.Kind, orDash(e.Version), e.Source, orDash(shortSHA(e.SHA256)), e.Status)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n%d plugins, %d failed\n", len(entries), failed)
+	return err
+}
+
+func writeInspect(w io.Writer, e pluginhost.Entry) error {
+	protocols := make([]string, len(e.Info.Protocols))
+	for i, p := range e.Info.Protocols {
+		protocols[i] = strconv.Itoa(p)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+	for _, row := range [][2]string{
+		{"name", e.Name}, {"kind", string(e.Kind)}, {"version", orDash(e.Version)},
+		{"protocols", orDash(strings.Join(protocols, ", "))}, {"source", e.Source},
+		{"command", strings.Join(e.Command, " ")}, {"sha256", orDash(e.SHA256)}, {"status", e.Status},
+	} {
+		fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !e.OK() {
+		return nil
+	}
+	if len(bytes.TrimSpace(e.Info.ConfigSchema)) == 0 {
+		_, err := fmt.Fprintln(w, "config schema: none (the plugin takes no configuration)")
+		return err
+	}
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, e.Info.ConfigSchema, "", "  ") != nil {
+		pretty.Reset()
+		pretty.Write(e.Info.ConfigSchema)
+	}
+	_, err := fmt.Fprintf(w, "config schema:\n%s\n", pretty.String())
+	return err
+}
+
+func shortSHA(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

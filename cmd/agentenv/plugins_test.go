@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentenv/agentenv/core/pluginhost"
+	"github.com/agentenv/agentenv/sdk/sdktest"
+)
+
+var (
+	agentenvOnce sync.Once
+	agentenvBin  string
+	agentenvErr  string
+)
+
+// agentenv builds this command once per test run.
+func agentenv(t *testing.T) string {
+	t.Helper()
+	agentenvOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "agentenv-cli-test")
+		if err != nil {
+			agentenvErr = err.Error()
+			return
+		}
+		agentenvBin = filepath.Join(dir, "agentenv")
+		if out, err := exec.Command("go", "build", "-o", agentenvBin, ".").CombinedOutput(); err != nil {
+			agentenvErr = err.Error() + "\n" + string(out)
+		}
+	})
+	if agentenvErr != "" {
+		t.Fatalf("build agentenv: %s", agentenvErr)
+	}
+	return agentenvBin
+}
+
+// run runs agentenv with a private HOME and cache and the plugin path
+// given, returning stdout, stderr and the exit code.
+func run(t *testing.T, pluginPath string, args ...string) (string, string, int) {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.Command(agentenv(t), args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CACHE_HOME=" + filepath.Join(home, "cache"),
+		pluginhost.PathEnv + "=" + pluginPath}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+func TestPluginsListBuiltins(t *testing.T) {
+	out, stderr, code := run(t, "", "plugins", "list", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var entries []pluginhost.Entry
+	if err := json.Unmarshal([]byte(out), &entries); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	got := map[string]pluginhost.Entry{}
+	for _, e := range entries {
+		got[e.ID()] = e
+	}
+	for _, id := range builtinNames() {
+		e, ok := got[id]
+		if !ok || e.Source != pluginhost.SourceBuiltin || !e.OK() || e.Version == "" || len(e.SHA256) != 64 {
+			t.Errorf("built-in %s: %+v (found %v)", id, e, ok)
+		}
+	}
+	if len(entries) != len(builtinNames()) {
+		t.Errorf("listed %d plugins, want the %d built-ins", len(entries), len(builtinNames()))
+	}
+}
+
+func TestPluginsListExternal(t *testing.T) {
+	ext := t.TempDir()
+	bin := sdktest.Build(t, "github.com/agentenv/agentenv/plugins/reward-mean/cmd/agentenv-reward-mean")
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ext, "agentenv-reward-mean"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ext, "agentenv-toolformat-broken"), []byte("#!/bin/sh\necho oops\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := run(t, ext, "plugins", "list")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if !strings.HasPrefix(lines[0], "NAME") || !strings.Contains(lines[0], "SHA256") || !strings.Contains(lines[0], "STATUS") {
+		t.Fatalf("no header: %q", lines[0])
+	}
+	find := func(name string) []string {
+		for _, l := range lines[1:] {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == name {
+				return f
+			}
+		}
+		t.Fatalf("no line for %s in\n%s", name, out)
+		return nil
+	}
+	if f := find("mean"); f[3] != filepath.Join(ext, "agentenv-reward-mean") || f[5] != "ok" || len(f[4]) != 12 {
+		t.Errorf("mean line %v: want the external binary overriding the built-in, ok", f)
+	}
+	if f := find("broken"); f[1] != "toolformat" || !strings.Contains(strings.Join(f, " "), `failed: not an agentenv plugin: it printed "oops"`) {
+		t.Errorf("broken line %v", f)
+	}
+	if !strings.Contains(out, "failed\n") || !strings.Contains(out, "1 failed") {
+		t.Errorf("no summary line in\n%s", out)
+	}
+}
+
+func TestPluginsInspect(t *testing.T) {
+	tests := []struct {
+		args     []string
+		code     int
+		contains []string
+	}{
+		{[]string{"plugins", "inspect", "reward-mean"}, 0, []string{"name:      mean", "kind:      reward", "source:    built-in", "plugin-serve reward-mean", "config schema: none"}},
+		{[]string{"plugins", "inspect", "local"}, 0, []string{"kind:      sandbox", "config schema:\n{", `"state_dir"`}},
+		{[]string{"plugins", "inspect", "mean", "--json"}, 0, []string{`"kind": "reward"`, `"status": "ok"`}},
+		{[]string{"plugins", "inspect", "nope"}, 1, []string{"plugin nope: plugin not found"}},
+		{[]string{"plugins", "list", "--help"}, 0, []string{"--json", "agentenv plugins list"}},
+		{[]string{"version"}, 0, []string{"agentenv ", "plugin protocol 1"}},
+		{[]string{"plugin-serve", "reward-nope"}, 1, []string{`no built-in plugin "reward-nope"`}},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, stderr, code := run(t, "", tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, out, stderr)
+			}
+			for _, c := range tc.contains {
+				if !strings.Contains(out+stderr, c) {
+					t.Errorf("output lacks %q:\n%s%s", c, out, stderr)
+				}
+			}
+		})
+	}
+}
