@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/agentenv/agentenv/sdk/sdktest"
 	"github.com/agentenv/agentenv/sdk/toolformat"
 )
 
@@ -84,25 +85,49 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Content != c.Content {
-				t.Errorf("content = %q, want %q", got.Content, c.Content)
-			}
-			if len(got.Calls) != len(c.Calls) {
-				t.Fatalf("calls = %+v, want %d calls", got.Calls, len(c.Calls))
-			}
-			for i, w := range c.Calls {
-				if got.Calls[i].Name != w.Name || !sameJSON(got.Calls[i].Arguments, w.Arguments) {
-					t.Errorf("call %d = %s %s, want %s %s", i, got.Calls[i].Name, got.Calls[i].Arguments, w.Name, w.Arguments)
-				}
-			}
-			if len(got.Unparsed) != len(c.Unparsed) {
-				t.Fatalf("unparsed = %+v, want %+v", got.Unparsed, c.Unparsed)
-			}
-			for i, w := range c.Unparsed {
-				if got.Unparsed[i] != w {
-					t.Errorf("unparsed %d = %+v\nwant %+v", i, got.Unparsed[i], w)
-				}
-			}
+			checkGolden(t, got, c)
 		})
 	}
+}
+
+// checkGolden compares a parse with a golden case's expectation.
+func checkGolden(t *testing.T, got toolformat.Parsed, c goldenCase) {
+	t.Helper()
+	if got.Content != c.Content {
+		t.Errorf("content = %q, want %q", got.Content, c.Content)
+	}
+	if len(got.Calls) != len(c.Calls) {
+		t.Fatalf("calls = %+v, want %d calls", got.Calls, len(c.Calls))
+	}
+	for i, w := range c.Calls {
+		if got.Calls[i].Name != w.Name || !sameJSON(got.Calls[i].Arguments, w.Arguments) {
+			t.Errorf("call %d = %s %s, want %s %s", i, got.Calls[i].Name, got.Calls[i].Arguments, w.Name, w.Arguments)
+		}
+	}
+	if len(got.Unparsed) != len(c.Unparsed) {
+		t.Fatalf("unparsed = %+v, want %+v", got.Unparsed, c.Unparsed)
+	}
+	for i, w := range c.Unparsed {
+		if got.Unparsed[i] != w {
+			t.Errorf("unparsed %d = %+v\nwant %+v", i, got.Unparsed[i], w)
+		}
+	}
+}
+
+// goldenSamples are the golden cases every call of which is read, as
+// conformance samples.
+func goldenSamples(t *testing.T, format string) []sdktest.ToolFormatSample {
+	cases, sets := goldenCases(t, format)
+	var out []sdktest.ToolFormatSample
+	for _, c := range cases {
+		if len(c.Unparsed) > 0 {
+			continue
+		}
+		s := sdktest.ToolFormatSample{Text: c.Reply, Tools: sets[c.Tools]}
+		for _, w := range c.Calls {
+			s.Want = append(s.Want, toolformat.Call{Name: w.Name, Arguments: w.Arguments})
+		}
+		out = append(out, s)
+	}
+	return out
 }
