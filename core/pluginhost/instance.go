@@ -131,6 +131,11 @@ func (h *Host) start(ctx context.Context, c candidate) (*instance, error) {
 		// a misleading "failed to exit gracefully".
 		if in.pid > 0 {
 			_ = syscall.Kill(-in.pid, syscall.SIGKILL)
+			// The process is gone or going; once go-plugin has seen it exit
+			// its stderr is fully read, and the last lines explain the failure.
+			for deadline := time.Now().Add(2 * time.Second); !client.Exited() && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
 		}
 		return nil, errors.New(describeStartError(err, tail.String(), timeout))
 	}
@@ -147,7 +152,7 @@ func (h *Host) start(ctx context.Context, c candidate) (*instance, error) {
 	if err != nil {
 		return fail(fmt.Errorf("Info call failed: %w", err))
 	}
-	if info.Kind != c.kind || info.Name != c.name {
+	if info.Kind != c.kind || !sameName(info.Name, c.name) {
 		return fail(fmt.Errorf("its Info says it is %s-%s, but it was found as %s", info.Kind, info.Name, c.id()))
 	}
 	in.info = info
@@ -155,6 +160,14 @@ func (h *Host) start(ctx context.Context, c candidate) (*instance, error) {
 		return fail(err)
 	}
 	return in, nil
+}
+
+// sameName compares a plugin's Info name with the one in its file name,
+// ignoring '_' and '-': Info may use a format's own spelling (qwen3_coder)
+// where the binary is agentenv-toolformat-qwen3coder.
+func sameName(info, file string) bool {
+	fold := strings.NewReplacer("_", "", "-", "")
+	return fold.Replace(info) == fold.Replace(file)
 }
 
 // configure validates config against the plugin's schema and sends it.

@@ -235,3 +235,20 @@ func TestPluginEnv(t *testing.T) {
 		}
 	}
 }
+
+func TestSameName(t *testing.T) {
+	for _, tc := range []struct {
+		info, file string
+		want       bool
+	}{
+		{"mean", "mean", true},
+		{"qwen3_coder", "qwen3coder", true},
+		{"my-box", "my_box", true},
+		{"mean", "median", false},
+		{"qwen3", "qwen3coder", false},
+	} {
+		if got := sameName(tc.info, tc.file); got != tc.want {
+			t.Errorf("sameName(%q, %q) = %v", tc.info, tc.file, got)
+		}
+	}
+}
