@@ -3,6 +3,8 @@ package gridsim_test
 import (
 	"encoding/json"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -99,6 +101,24 @@ func TestBundleLoads(t *testing.T) {
 			!strings.Contains(play.Prompt, "efficiency: "+strconv.Itoa(args.EfficiencyPct)+"%") ||
 			!strings.Contains(play.Prompt, "start of hour 0: "+strconv.Itoa(args.StartMWh)+" MWh") {
 			t.Fatalf("%s: prompt does not state the battery of its load_day arguments:\n%s", task.ID, play.Prompt)
+		}
+	}
+}
+
+// `agentenv bundle check` accepts the bundle and prints its splits.
+func TestAgentenvBundleCheck(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "agentenv")
+	build := exec.Command("go", "build", "-o", bin, "github.com/agentenv/agentenv/cmd/agentenv")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building agentenv: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "bundle", "check", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("agentenv bundle check: %v\n%s", err, out)
+	}
+	for _, want := range []string{"bundle gridsim", "all    2200 tasks", "eval   200 tasks", "train  2000 tasks", "toolsets (1)", "hidden: gridsim/grade,gridsim/load_day"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("bundle check output lacks %q:\n%s", want, out)
 		}
 	}
 }
