@@ -1,0 +1,286 @@
+package episode
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentenv/agentenv/core/bundle"
+	"github.com/agentenv/agentenv/sdk/reward"
+	"github.com/agentenv/agentenv/sdk/sandbox"
+	"github.com/agentenv/agentenv/sdk/toolformat"
+)
+
+// Default timeouts, used where Config leaves one zero.
+const (
+	DefaultDeployTimeout   = 2 * time.Minute
+	DefaultToolCallTimeout = time.Minute
+	DefaultVerifyTimeout   = 2 * time.Minute
+	DefaultTeardownTimeout = 30 * time.Second
+	DefaultBuildTimeout    = 10 * time.Minute
+)
+
+// Config is what an Engine plays episodes with.
+type Config struct {
+	Bundle  *bundle.Bundle
+	Sandbox sandbox.Driver
+	// ToolFormat returns the parser of a tool-call format by name.
+	ToolFormat func(name string) (toolformat.Parser, error)
+	// DefaultToolFormat is used when a request names none.
+	DefaultToolFormat string
+	// Reward combines a task's scores. Nil is fine when every task has one
+	// score or RewardStep is set.
+	Reward reward.Combiner
+	// RewardStep picks one verifier's score as the reward (--reward score:<id>).
+	RewardStep string
+	// Labels go on every sandbox (e.g. agentenv.instance); the engine adds
+	// agentenv.episode and agentenv.task.
+	Labels map[string]string
+	Logger hclog.Logger
+
+	DeployTimeout   time.Duration // deploy + readiness + listing tools, per env
+	ToolCallTimeout time.Duration // one tool call: setup or the model's
+	VerifyTimeout   time.Duration // one verifier
+	TeardownTimeout time.Duration // tearing down one episode
+	BuildTimeout    time.Duration // an env's build command
+}
+
+// Engine plays a bundle's tasks as episodes. It implements Player and is
+// safe for concurrent use.
+type Engine struct {
+	cfg Config
+	log hclog.Logger
+
+	buildMu sync.Mutex
+	builds  map[string]*envBuild
+
+	toolsMu sync.Mutex
+	tools   map[string]*toolsetEntry
+}
+
+var _ Player = (*Engine)(nil)
+
+type envBuild struct {
+	mu   sync.Mutex
+	done bool
+	err  error
+}
+
+// NewEngine checks cfg and returns an engine. A bundle whose tasks cannot
+// be rewarded under cfg (several scores and no reward) is refused here,
+// naming the tasks, so nothing starts.
+func NewEngine(cfg Config) (*Engine, error) {
+	switch {
+	case cfg.Bundle == nil:
+		return nil, errors.New("episode engine: no bundle")
+	case cfg.Sandbox == nil:
+		return nil, errors.New("episode engine: no sandbox")
+	case cfg.ToolFormat == nil:
+		return nil, errors.New("episode engine: no tool formats")
+	case cfg.Reward != nil && cfg.RewardStep != "":
+		return nil, fmt.Errorf("episode engine: give a reward plugin or a score step (score:%s), not both", cfg.RewardStep)
+	}
+	spec := ""
+	if cfg.RewardStep != "" {
+		spec = bundle.RewardScorePrefix + cfg.RewardStep
+	} else if cfg.Reward != nil {
+		spec = "plugin"
+	}
+	if err := cfg.Bundle.CheckReward(spec); err != nil {
+		return nil, fmt.Errorf("episode engine: %w", err)
+	}
+	if cfg.DefaultToolFormat != "" {
+		if _, err := cfg.ToolFormat(cfg.DefaultToolFormat); err != nil {
+			return nil, fmt.Errorf("episode engine: default tool format %q: %w", cfg.DefaultToolFormat, err)
+		}
+	}
+	defaults := []struct {
+		d   *time.Duration
+		def time.Duration
+	}{
+		{&cfg.DeployTimeout, DefaultDeployTimeout}, {&cfg.ToolCallTimeout, DefaultToolCallTimeout},
+		{&cfg.VerifyTimeout, DefaultVerifyTimeout}, {&cfg.TeardownTimeout, DefaultTeardownTimeout},
+		{&cfg.BuildTimeout, DefaultBuildTimeout},
+	}
+	for _, d := range defaults {
+		if *d.d <= 0 {
+			*d.d = d.def
+		}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &Engine{cfg: cfg, log: log, builds: map[string]*envBuild{}, tools: map[string]*toolsetEntry{}}, nil
+}
+
+// Play resolves req to a task and returns its episode, ready to Start.
+func (e *Engine) Play(req Request) (Episode, error) {
+	task, err := e.resolve(req)
+	if err != nil {
+		return nil, err
+	}
+	format := req.ToolFormat
+	if format == "" {
+		format = e.cfg.DefaultToolFormat
+	}
+	if format == "" {
+		return nil, &Error{Code: CodeValidation, Err: errors.New("no tool_format given and the server has no default")}
+	}
+	parser, err := e.cfg.ToolFormat(format)
+	if err != nil {
+		return nil, &Error{Code: CodeValidation, Err: fmt.Errorf("tool_format %q: %w", format, err)}
+	}
+	if req.MaxTurns < 0 {
+		return nil, &Error{Code: CodeValidation, Err: fmt.Errorf("max_turns %d: must be 0 (no cap) or more", req.MaxTurns)}
+	}
+	id := req.EpisodeID
+	if id == "" {
+		id = newEpisodeID()
+	} else if err := checkEpisodeID(id); err != nil {
+		return nil, &Error{Code: CodeValidation, Err: err}
+	}
+	return newEpisode(e, task, id, format, parser, req.MaxTurns), nil
+}
+
+func (e *Engine) resolve(req Request) (*bundle.Task, error) {
+	b := e.cfg.Bundle
+	switch {
+	case req.TaskID != "" && (req.Split != "" || req.Index != nil):
+		return nil, &Error{Code: CodeValidation, Err: errors.New("give task_id or split and index, not both")}
+	case req.TaskID != "":
+		t, err := b.Task(req.TaskID)
+		if err != nil {
+			return nil, &Error{Code: CodeNotFound, Err: err}
+		}
+		return t, nil
+	case req.Split == "" && req.Index == nil:
+		return nil, &Error{Code: CodeValidation, Err: errors.New("no task: give task_id, or split and index")}
+	case req.Index == nil:
+		return nil, &Error{Code: CodeValidation, Err: fmt.Errorf("split %q given without an index", req.Split)}
+	}
+	split := req.Split
+	if split == "" {
+		split = bundle.SplitAll
+	}
+	if *req.Index < 0 {
+		return nil, &Error{Code: CodeValidation, Err: fmt.Errorf("index %d: must be 0 or more", *req.Index)}
+	}
+	if _, err := b.Split(split); err != nil {
+		return nil, &Error{Code: CodeNotFound, Err: err}
+	}
+	t, err := b.TaskAt(split, *req.Index)
+	if err != nil {
+		return nil, &Error{Code: CodeNotFound, Err: err}
+	}
+	return t, nil
+}
+
+func newEpisodeID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "ep-" + hex.EncodeToString(b[:])
+}
+
+// checkEpisodeID keeps ids safe for labels, logs and file names.
+func checkEpisodeID(id string) error {
+	if len(id) > 128 {
+		return fmt.Errorf("episode_id is %d characters; at most 128", len(id))
+	}
+	for _, r := range id {
+		ok := r == '-' || r == '_' || r == '.' || r == ':' ||
+			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
+		if !ok {
+			return fmt.Errorf("episode_id %q: use letters, digits and - _ . : only", id)
+		}
+	}
+	return nil
+}
+
+// Prepare runs the build command of every env that has one, so the first
+// episodes do not wait for builds. Builds also run lazily before an env's
+// first deploy; each runs once per engine.
+func (e *Engine) Prepare(ctx context.Context) error {
+	var errs []error
+	for _, name := range sortedEnvNames(e.cfg.Bundle) {
+		if err := e.ensureBuilt(ctx, e.cfg.Bundle.Envs[name]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func sortedEnvNames(b *bundle.Bundle) []string {
+	names := make([]string, 0, len(b.Envs))
+	for n := range b.Envs {
+		names = append(names, n)
+	}
+	sortStrings(names)
+	return names
+}
+
+// ensureBuilt runs env's build command once. A build that fails is not
+// retried (it would fail again); one cut short by ctx is.
+func (e *Engine) ensureBuilt(ctx context.Context, env *bundle.Env) error {
+	if len(env.Build) == 0 {
+		return nil
+	}
+	e.buildMu.Lock()
+	b := e.builds[env.Name]
+	if b == nil {
+		b = &envBuild{}
+		e.builds[env.Name] = b
+	}
+	e.buildMu.Unlock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
+		return b.err
+	}
+	bctx, cancel := context.WithTimeout(ctx, e.cfg.BuildTimeout)
+	defer cancel()
+	argv := append([]string(nil), env.Build...)
+	if strings.Contains(argv[0], "/") && !filepath.IsAbs(argv[0]) {
+		argv[0] = filepath.Join(env.Dir, argv[0])
+	}
+	cmd := exec.CommandContext(bctx, argv[0], argv[1:]...)
+	cmd.Dir = env.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	start := time.Now()
+	e.log.Info("building env", "env", env.Name, "command", env.Build, "dir", env.Dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		err = fmt.Errorf("building env %q (%q in %s): %w%s", env.Name, env.Build, env.Dir, err, outputTail(out))
+		if ctx.Err() == nil {
+			b.done, b.err = true, err
+		}
+		return err
+	}
+	b.done = true
+	e.log.Info("built env", "env", env.Name, "took", time.Since(start))
+	return nil
+}
+
+// outputTail is the end of a command's output, for error messages.
+func outputTail(out []byte) string {
+	s := strings.TrimSpace(string(out))
+	if s == "" {
+		return ""
+	}
+	if len(s) > 2000 {
+		s = "..." + s[len(s)-2000:]
+	}
+	return "; output:\n" + s
+}

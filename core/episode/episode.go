@@ -1,0 +1,472 @@
+package episode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentenv/agentenv/core/bundle"
+	"github.com/agentenv/agentenv/sdk/toolformat"
+)
+
+type phase int
+
+const (
+	phaseNew     phase = iota // made by Play, not started
+	phasePlaying              // a turn is open, waiting for a reply
+	phaseDone                 // scored
+	phaseFailed               // ended with an error
+	phaseClosed               // Close ran
+)
+
+func (p phase) String() string {
+	return [...]string{"not started", "in play", "done", "failed", "closed"}[p]
+}
+
+// episode plays one task. Start, Step and the teardown hold busy, so they
+// never overlap; Close cancels runCtx first so a Start or Step in flight
+// returns promptly.
+type episode struct {
+	e        *Engine
+	task     *bundle.Task
+	id       string
+	parser   toolformat.Parser
+	maxTurns int
+	log      hclog.Logger
+
+	runCtx    context.Context
+	cancelRun context.CancelFunc
+	busy      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+
+	mu     sync.Mutex // guards phase, envs, closed
+	phase  phase
+	envs   []*liveEnv
+	closed bool
+
+	// Play state, touched only while holding busy.
+	next     int // index of the next step to run
+	turn     *turn
+	capped   bool // max_turns reached: no more turns open
+	answers  map[string]string
+	scores   map[string]float64
+	replies  int
+	calls    int // tool calls read from replies, end_turn aside
+	unparsed int // tool calls that could not be read
+	invalid  int // calls naming an unknown tool or failing its schema
+	toolErrs int // calls the env answered with an error
+	opened   bool
+}
+
+// turn is an open prompt_agent step.
+type turn struct {
+	step    *bundle.Step
+	offer   []*offered
+	byName  map[string]*offered
+	ftools  []toolformat.Tool
+	endTurn bool
+	replies int
+}
+
+func newEpisode(e *Engine, task *bundle.Task, id, format string, parser toolformat.Parser, maxTurns int) *episode {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &episode{
+		e: e, task: task, id: id, parser: parser, maxTurns: maxTurns,
+		log:    e.log.With("episode", id, "task", task.ID, "tool_format", format),
+		runCtx: ctx, cancelRun: cancel, busy: make(chan struct{}, 1),
+		answers: map[string]string{}, scores: map[string]float64{},
+	}
+}
+
+func (ep *episode) ID() string { return ep.id }
+
+// acquire takes busy and merges ctx with the episode's run context.
+func (ep *episode) acquire(ctx context.Context) (context.Context, func(), error) {
+	select {
+	case ep.busy <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	case <-ep.runCtx.Done():
+		return nil, nil, &Error{Code: CodeValidation, Err: errors.New("episode is closed")}
+	}
+	opCtx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(ep.runCtx, cancel)
+	return opCtx, func() {
+		stop()
+		cancel()
+		<-ep.busy
+	}, nil
+}
+
+func (ep *episode) currentPhase() phase {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	return ep.phase
+}
+
+func (ep *episode) setPhase(p phase) {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	if ep.phase != phaseClosed {
+		ep.phase = p
+	}
+}
+
+func (ep *episode) observation() Observation {
+	return Observation{EpisodeID: ep.id, TaskID: ep.task.ID, Messages: []Message{}, Turn: ep.replies}
+}
+
+// Start deploys the env(s), runs setup and opens the first turn.
+func (ep *episode) Start(ctx context.Context) (Observation, error) {
+	ctx, release, err := ep.acquire(ctx)
+	if err != nil {
+		return Observation{}, err
+	}
+	defer release()
+	if p := ep.currentPhase(); p != phaseNew {
+		return Observation{}, &Error{Code: CodeValidation, Err: fmt.Errorf("episode %s is %s; Start runs once", ep.id, p)}
+	}
+	ep.setPhase(phasePlaying)
+	ep.log.Debug("starting")
+	obs := ep.observation()
+	if err := ep.advance(ctx, &obs, false); err != nil {
+		return Observation{}, ep.fail(ctx, err)
+	}
+	return obs, nil
+}
+
+// Step answers one model reply.
+func (ep *episode) Step(ctx context.Context, reply string) (Observation, error) {
+	ctx, release, err := ep.acquire(ctx)
+	if err != nil {
+		return Observation{}, err
+	}
+	defer release()
+	if p := ep.currentPhase(); p != phasePlaying || ep.turn == nil {
+		return Observation{}, &Error{Code: CodeValidation, Err: fmt.Errorf("episode %s is %s; no turn is open", ep.id, p)}
+	}
+	obs := ep.observation()
+	if err := ep.step(ctx, reply, &obs); err != nil {
+		return Observation{}, ep.fail(ctx, err)
+	}
+	return obs, nil
+}
+
+func (ep *episode) step(ctx context.Context, reply string, obs *Observation) error {
+	t := ep.turn
+	ep.replies++
+	t.replies++
+	obs.Turn = ep.replies
+	parsed, err := ep.parser.Parse(ctx, toolformat.TrimReply(reply), t.ftools)
+	if err != nil {
+		return &Error{Code: CodeExecution, Err: fmt.Errorf("reading the reply's tool calls: %w", err)}
+	}
+	if ep.maxTurns > 0 && ep.replies >= ep.maxTurns {
+		ep.capped = true
+	}
+	tool := func(content string) { obs.Messages = append(obs.Messages, Message{Role: "tool", Content: content}) }
+	for _, u := range parsed.Unparsed {
+		ep.unparsed++
+		tool("Error: this tool call could not be read: " + u.Reason)
+	}
+	ended, viaEndTurn := false, false
+	answer := strings.TrimSpace(parsed.Content)
+	for _, c := range parsed.Calls {
+		if ended {
+			tool(fmt.Sprintf("Error: %s was not run: end_turn already ended the turn.", c.Name))
+			continue
+		}
+		if c.Name == bundle.EndTurnTool && t.endTurn {
+			ended, viaEndTurn = true, true
+			answer = endTurnAnswer(c.Arguments)
+			tool(ep.nextPrompt())
+			continue
+		}
+		ep.calls++
+		o := t.byName[c.Name]
+		if o == nil {
+			ep.invalid++
+			tool(fmt.Sprintf("Error: there is no tool %q. The tools are: %s.", c.Name, strings.Join(offeredNames(t.offer), ", ")))
+			continue
+		}
+		if err := o.validate(c.Arguments); err != nil {
+			ep.invalid++
+			tool(fmt.Sprintf("Error: invalid arguments for %s: %v", c.Name, err))
+			continue
+		}
+		if o.env == nil { // end_turn in a single-turn task cannot happen; guard anyway
+			tool("Error: " + c.Name + " cannot be called now.")
+			continue
+		}
+		res, err := o.env.client.CallTool(ctx, c.Name, c.Arguments, ep.e.cfg.ToolCallTimeout)
+		if err != nil {
+			return &Error{Code: CodeExecution, Err: fmt.Errorf("env %q: %w", o.env.name, err)}
+		}
+		if res.IsError {
+			ep.toolErrs++
+			tool("Error: " + res.Text)
+			continue
+		}
+		tool(res.Text)
+	}
+	if !ended && len(parsed.Calls) == 0 && len(parsed.Unparsed) == 0 {
+		ended = true // a reply without a tool call ends its turn
+	}
+	if !ended && t.step.MaxTurns > 0 && t.replies >= t.step.MaxTurns {
+		ended = true
+	}
+	if !ended && !ep.capped {
+		return nil
+	}
+	ep.answers[t.step.ID] = answer
+	ep.turn = nil
+	return ep.advance(ctx, obs, viaEndTurn)
+}
+
+// endTurnAnswer is end_turn's answer argument as text.
+func endTurnAnswer(args json.RawMessage) string {
+	var a struct {
+		Answer json.RawMessage `json:"answer"`
+	}
+	if json.Unmarshal(args, &a) != nil || len(a.Answer) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(a.Answer, &s) == nil {
+		return strings.TrimSpace(s)
+	}
+	return string(a.Answer) // a number or object: its JSON text
+}
+
+// nextPrompt is the result of end_turn: the prompt of the turn that opens
+// next, or a closing line when none will.
+func (ep *episode) nextPrompt() string {
+	if !ep.capped {
+		for i := ep.next; i < len(ep.task.Steps); i++ {
+			if s := &ep.task.Steps[i]; s.Type == bundle.StepPromptAgent {
+				return promptText(s, false)
+			}
+		}
+	}
+	return "The episode is over."
+}
+
+// promptText is a turn's prompt; a later turn's system prompt is folded
+// into it, since chat templates take a system message only first.
+func promptText(s *bundle.Step, first bool) string {
+	if first || s.SystemPrompt == "" {
+		return s.Prompt
+	}
+	return s.SystemPrompt + "\n\n" + s.Prompt
+}
+
+// advance runs steps until a turn opens (obs gets its prompt and tools) or
+// the task ends (obs gets the reward). promptSent: the prompt of the next
+// turn already went out as end_turn's result.
+func (ep *episode) advance(ctx context.Context, obs *Observation, promptSent bool) error {
+	steps := ep.task.Steps
+	for ep.next < len(steps) {
+		s := &steps[ep.next]
+		ep.next++
+		switch s.Type {
+		case bundle.StepDeployEnv:
+			if err := ep.deploy(ctx, s); err != nil {
+				return &Error{Code: CodeDeploy, Err: err}
+			}
+		case bundle.StepCallTool:
+			if ep.capped {
+				continue // setup for turns that will not open
+			}
+			if err := ep.callSetup(ctx, s); err != nil {
+				code := CodeExecution
+				if !ep.opened {
+					code = CodeDeploy
+				}
+				return &Error{Code: code, Err: err}
+			}
+		case bundle.StepPromptAgent:
+			if ep.capped {
+				continue
+			}
+			return ep.open(s, obs, promptSent)
+		default:
+			if !s.IsVerifier() {
+				return &Error{Code: CodeExecution, Err: fmt.Errorf("step %q: unknown type %q", s.ID, s.Type)}
+			}
+			start := time.Now()
+			score, err := ep.verify(ctx, s)
+			if err != nil {
+				return &Error{Code: CodeUnscored, Err: fmt.Errorf("%s step %q: %w", s.Type, s.ID, err)}
+			}
+			ep.scores[s.ID] = score
+			ep.log.Debug("verified", "step", s.ID, "score", score, "took", time.Since(start))
+		}
+	}
+	return ep.finish(ctx, obs)
+}
+
+func (ep *episode) deploy(ctx context.Context, s *bundle.Step) error {
+	labels := map[string]string{"agentenv.episode": ep.id, "agentenv.task": ep.task.ID}
+	le, err := ep.e.deployEnv(ctx, s.Env, labels)
+	if err != nil {
+		return fmt.Errorf("deploy_env step %q: %w", s.ID, err)
+	}
+	ep.mu.Lock()
+	if ep.closed {
+		ep.mu.Unlock()
+		// Close ran while we deployed: it could not see this env.
+		terr := ep.e.teardown(ctx, []*liveEnv{le})
+		return errors.Join(fmt.Errorf("deploy_env step %q: episode closed", s.ID), terr)
+	}
+	ep.envs = append(ep.envs, le)
+	ep.mu.Unlock()
+	return nil
+}
+
+// env returns the deployed env of that name.
+func (ep *episode) env(name string) (*liveEnv, error) {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	for _, le := range ep.envs {
+		if le.name == name {
+			return le, nil
+		}
+	}
+	return nil, fmt.Errorf("env %q is not deployed (yet)", name)
+}
+
+// open opens a prompt_agent turn.
+func (ep *episode) open(s *bundle.Step, obs *Observation, promptSent bool) error {
+	ep.mu.Lock()
+	envs := append([]*liveEnv(nil), ep.envs...)
+	ep.mu.Unlock()
+	ts, err := ep.e.cfg.Bundle.Toolset(ep.task.Toolset)
+	if err != nil {
+		return &Error{Code: CodeExecution, Err: err}
+	}
+	offer, err := offerTools(s.Tools, ts.Hidden, envs, ts.EndTurn)
+	if err != nil {
+		return &Error{Code: CodeDeploy, Err: fmt.Errorf("prompt_agent step %q: %w", s.ID, err)}
+	}
+	t := &turn{step: s, offer: offer, byName: map[string]*offered{}, ftools: formatTools(offer), endTurn: ts.EndTurn}
+	for _, o := range offer {
+		t.byName[o.tool.Function.Name] = o
+	}
+	ep.turn = t
+	first := !ep.opened
+	ep.opened = true
+	if first && s.SystemPrompt != "" {
+		obs.Messages = append(obs.Messages, Message{Role: "system", Content: s.SystemPrompt})
+	}
+	if !promptSent {
+		obs.Messages = append(obs.Messages, Message{Role: "user", Content: promptText(s, first)})
+	}
+	obs.Tools = schemaTools(offer)
+	return nil
+}
+
+func offeredNames(offer []*offered) []string {
+	names := make([]string, len(offer))
+	for i, o := range offer {
+		names[i] = o.tool.Function.Name
+	}
+	return names
+}
+
+// finish scores the episode, tears it down and fills obs.
+func (ep *episode) finish(ctx context.Context, obs *Observation) error {
+	r, err := ep.reward(ctx)
+	if err != nil {
+		return &Error{Code: CodeUnscored, Err: err}
+	}
+	obs.Done = true
+	obs.Reward = &r
+	obs.Metrics = ep.metrics()
+	ep.setPhase(phaseDone)
+	ep.log.Info("episode done", "reward", r, "turns", ep.replies, "tool_calls", ep.calls)
+	if err := ep.release(ctx); err != nil {
+		ep.log.Error("teardown after scoring", "error", err)
+	}
+	return nil
+}
+
+func (ep *episode) metrics() map[string]float64 {
+	m := map[string]float64{
+		"tool_calls":     float64(ep.calls),
+		"unparsed_calls": float64(ep.unparsed),
+		"invalid_calls":  float64(ep.invalid),
+		"tool_errors":    float64(ep.toolErrs),
+		"turns":          float64(ep.replies),
+		"failed":         0,
+	}
+	for id, v := range ep.scores {
+		m["score/"+id] = v
+	}
+	return m
+}
+
+// fail ends the episode with err: tears down and returns err (with a code).
+func (ep *episode) fail(ctx context.Context, err error) error {
+	var coded *Error
+	if !errors.As(err, &coded) {
+		coded = &Error{Code: CodeExecution, Err: err}
+	}
+	if ep.runCtx.Err() != nil && errors.Is(err, context.Canceled) {
+		coded = &Error{Code: coded.Code, Err: fmt.Errorf("episode closed: %w", coded.Err)}
+	}
+	err = coded
+	ep.setPhase(phaseFailed)
+	ep.turn = nil
+	ep.log.Warn("episode failed", "error", err)
+	if terr := ep.release(ctx); terr != nil {
+		ep.log.Error("teardown after failure", "error", terr)
+	}
+	return err
+}
+
+// release tears down every env the episode deployed so far.
+func (ep *episode) release(ctx context.Context) error {
+	ep.mu.Lock()
+	envs := ep.envs
+	ep.envs = nil
+	ep.mu.Unlock()
+	if len(envs) == 0 {
+		return nil
+	}
+	start := time.Now()
+	err := ep.e.teardown(context.WithoutCancel(ctx), envs)
+	ep.log.Debug("torn down", "envs", len(envs), "took", time.Since(start))
+	return err
+}
+
+// Close tears the episode down, whatever its state. It makes a Start or
+// Step in flight return, waits for it (up to the teardown timeout), then
+// terminates every env. Later calls return the first call's result.
+func (ep *episode) Close(ctx context.Context) error {
+	ep.closeOnce.Do(func() {
+		ep.cancelRun()
+		waited := false
+		select {
+		case ep.busy <- struct{}{}:
+			waited = true
+		case <-time.After(ep.e.cfg.TeardownTimeout):
+			ep.log.Warn("a call in flight did not return; tearing down anyway")
+		}
+		ep.mu.Lock()
+		ep.closed = true
+		ep.phase = phaseClosed
+		ep.mu.Unlock()
+		ep.closeErr = ep.release(ctx)
+		if waited {
+			<-ep.busy
+		}
+	})
+	return ep.closeErr
+}

@@ -1,0 +1,256 @@
+package episode_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentenv/agentenv/core/bundle"
+	"github.com/agentenv/agentenv/core/episode"
+	"github.com/agentenv/agentenv/core/testenv/testenvbuild"
+	"github.com/agentenv/agentenv/sdk/sandbox"
+)
+
+func mustLoad(t *testing.T, dir string) *bundle.Bundle {
+	t.Helper()
+	b, err := bundle.Load(dir, bundle.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// nopDriver is a sandbox that is never reached (engine construction tests).
+type nopDriver struct{}
+
+func (nopDriver) Deploy(context.Context, sandbox.Spec) (sandbox.Sandbox, error) {
+	return sandbox.Sandbox{}, errors.New("nopDriver")
+}
+func (nopDriver) Terminate(context.Context, string) error { return nil }
+func (nopDriver) List(context.Context, map[string]string) ([]sandbox.Sandbox, error) {
+	return nil, nil
+}
+func (nopDriver) Exec(context.Context, string, []string) (sandbox.ExecResult, error) {
+	return sandbox.ExecResult{}, sandbox.ErrExecUnsupported
+}
+
+// assertGone fails the test if any env process or sandbox is left.
+func assertGone(t *testing.T, r *rig) {
+	t.Helper()
+	r.assertNothingLive()
+	if left := testenvbuild.Procs(testenvBin); len(left) > 0 {
+		t.Fatalf("env processes left: %v", left)
+	}
+}
+
+func TestFailuresTearDown(t *testing.T) {
+	sleepCall := call("sleep", map[string]any{"seconds": 30})
+	tests := []struct {
+		name  string
+		vars  map[string]string
+		task  string
+		tune  func(*episode.Config)
+		play  func(t *testing.T, r *rig, ep episode.Episode) error
+		code  episode.Code
+		wants []string
+	}{
+		{
+			name: "env fails to start", vars: map[string]string{"TESTENV_FAIL_START": "1"},
+			play: func(t *testing.T, r *rig, ep episode.Episode) error {
+				_, err := ep.Start(context.Background())
+				return err
+			},
+			code: episode.CodeDeploy, wants: []string{`deploy_env step "env"`, "failing to start as asked"},
+		},
+		{
+			name: "env never answers", vars: map[string]string{"TESTENV_START_DELAY": "1m"},
+			tune: func(c *episode.Config) { c.DeployTimeout = 700 * time.Millisecond },
+			play: func(t *testing.T, r *rig, ep episode.Episode) error {
+				_, err := ep.Start(context.Background())
+				return err
+			},
+			code: episode.CodeDeploy, wants: []string{`deploying env "testenv": not ready within 700ms`},
+		},
+		{
+			name: "setup tool fails",
+			task: `[{"id": "env", "type": "deploy_env", "env": "testenv"},
+			        {"id": "load", "type": "call_tool", "tool": "load_puzzle", "arguments": {"target": "high"}},
+			        {"id": "play", "type": "prompt_agent", "prompt": "Go."},
+			        {"id": "grade", "type": "verify_tool", "tool": "grade"}]`,
+			play: func(t *testing.T, r *rig, ep episode.Episode) error {
+				_, err := ep.Start(context.Background())
+				return err
+			},
+			code: episode.CodeDeploy, wants: []string{`call_tool step "load"`, "load_puzzle", "answered with an error"},
+		},
+		{
+			name: "a turn offers a tool the env lacks",
+			task: `[{"id": "env", "type": "deploy_env", "env": "testenv"},
+			        {"id": "play", "type": "prompt_agent", "prompt": "Go.", "tools": ["add", "teleport"]},
+			        {"id": "grade", "type": "verify_tool", "tool": "grade"}]`,
+			play: func(t *testing.T, r *rig, ep episode.Episode) error {
+				_, err := ep.Start(context.Background())
+				return err
+			},
+			code: episode.CodeDeploy, wants: []string{`prompt_agent step "play"`, `tool "teleport" is not served by env testenv`},
+		},
+		{
+			name: "env crashes mid-episode (its child dies too)", vars: map[string]string{"TESTENV_CHILD": "1"},
+			play: func(t *testing.T, r *rig, ep episode.Episode) error {
+				r.start(ep)
+				r.step(ep, call("add", map[string]any{"n": 1}))
+				_, err := ep.Step(context.Background(), call("crash", map[string]any{}))
+				return err
+			},
+			code: episode.CodeExecution, wants: []string{`env "testenv"`, "calling crash"},
+		},
+		{
+			name: "tool call past its deadline",
+			tune: func(c *episode.Config) { c.ToolCallTimeout = 500 * time.Millisecond },
+			play: func(t *testing.T, r *rig, ep episode.Episode) error {
+				r.start(ep)
+				_, err := ep.Step(context.Background(), sleepCall)
+				return err
+			},
+			code: episode.CodeExecution, wants: []string{"calling sleep", "no answer within 500ms"},
+		},
+		{
+			name: "grading tool errors", vars: map[string]string{"TESTENV_GRADE_ERROR": "1"},
+			play: func(t *testing.T, r *rig, ep episode.Episode) error {
+				r.start(ep)
+				_, err := ep.Step(context.Background(), "done")
+				return err
+			},
+			code: episode.CodeUnscored, wants: []string{`verify_tool step "grade"`, "grader broke"},
+		},
+		{
+			name: "grading tool answers no number", vars: map[string]string{"TESTENV_GRADE_TEXT": "great job"},
+			play: func(t *testing.T, r *rig, ep episode.Episode) error {
+				r.start(ep)
+				_, err := ep.Step(context.Background(), "done")
+				return err
+			},
+			code: episode.CodeUnscored, wants: []string{`answered "great job", not a number`},
+		},
+		{
+			name: "verify_command cannot run",
+			task: puzzleTask(5, 2, `{"id": "cmd", "type": "verify_command", "command": ["no-such-checker-xyz"]}`),
+			play: func(t *testing.T, r *rig, ep episode.Episode) error {
+				r.start(ep)
+				_, err := ep.Step(context.Background(), "done")
+				return err
+			},
+			code: episode.CodeUnscored, wants: []string{`verify_command step "cmd"`, "no-such-checker-xyz"},
+		},
+		{
+			name: "context cancelled during a tool call",
+			play: func(t *testing.T, r *rig, ep episode.Episode) error {
+				r.start(ep)
+				ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+				defer cancel()
+				_, err := ep.Step(ctx, sleepCall)
+				return err
+			},
+			code: episode.CodeExecution, wants: []string{"calling sleep"},
+		},
+		{
+			name: "context cancelled during Start", vars: map[string]string{"TESTENV_START_DELAY": "1m"},
+			play: func(t *testing.T, r *rig, ep episode.Episode) error {
+				ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+				defer cancel()
+				_, err := ep.Start(ctx)
+				return err
+			},
+			code: episode.CodeDeploy, wants: []string{"deadline exceeded"},
+		},
+		{
+			name: "Close during Start", vars: map[string]string{"TESTENV_START_DELAY": "1m"},
+			play: func(t *testing.T, r *rig, ep episode.Episode) error {
+				go func() {
+					time.Sleep(400 * time.Millisecond)
+					_ = ep.Close(context.Background())
+				}()
+				_, err := ep.Start(context.Background())
+				return err
+			},
+			code: episode.CodeDeploy, wants: []string{"canceled"},
+		},
+		{
+			name: "Close during Step",
+			play: func(t *testing.T, r *rig, ep episode.Episode) error {
+				r.start(ep)
+				go func() {
+					time.Sleep(400 * time.Millisecond)
+					_ = ep.Close(context.Background())
+				}()
+				_, err := ep.Step(context.Background(), sleepCall)
+				return err
+			},
+			code: episode.CodeExecution, wants: []string{"calling sleep"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			task := tc.task
+			if task == "" {
+				task = puzzleTask(5, 2)
+			}
+			dir := bundleFiles(t, tc.vars, map[string]string{"tasks/puzzle.json": task})
+			r := newRig(t, dir, rigOptions{tune: tc.tune})
+			ep, err := r.engine.Play(episode.Request{TaskID: "puzzle"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			err = tc.play(t, r, ep)
+			if err == nil {
+				t.Fatal("the episode did not fail")
+			}
+			if got := episode.CodeOf(err); got != tc.code {
+				t.Errorf("code %s, want %s (%v)", got, tc.code, err)
+			}
+			for _, w := range tc.wants {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if d := time.Since(start); d > 20*time.Second {
+				t.Errorf("failing took %s", d)
+			}
+			// Torn down already, before Close.
+			assertGone(t, r)
+			if _, err := ep.Step(context.Background(), "again"); err == nil {
+				t.Error("Step after a failure succeeded")
+			}
+			if err := ep.Close(context.Background()); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			if err := ep.Close(context.Background()); err != nil {
+				t.Errorf("second Close: %v", err)
+			}
+		})
+	}
+}
+
+func TestCloseMidEpisode(t *testing.T) {
+	dir := bundleFiles(t, map[string]string{"TESTENV_CHILD": "1"}, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
+	r := newRig(t, dir, rigOptions{})
+	ep := r.play(episode.Request{TaskID: "puzzle"})
+	r.start(ep)
+	r.step(ep, call("add", map[string]any{"n": 1}))
+	if len(testenvbuild.Procs(testenvBin)) != 2 {
+		t.Fatalf("want the env and its child running, have %v", testenvbuild.Procs(testenvBin))
+	}
+	if err := ep.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, r)
+	if _, err := ep.Step(context.Background(), "x"); episode.CodeOf(err) != episode.CodeValidation {
+		t.Fatalf("Step after Close = %v", err)
+	}
+	if _, err := ep.Start(context.Background()); err == nil {
+		t.Fatal("Start after Close succeeded")
+	}
+}

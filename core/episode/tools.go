@@ -1,0 +1,262 @@
+package episode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/agentenv/agentenv/core/bundle"
+	"github.com/agentenv/agentenv/core/envclient"
+	"github.com/agentenv/agentenv/sdk/toolformat"
+)
+
+// endTurnSchema is the arguments schema of end_turn.
+const endTurnSchema = `{"type":"object","properties":{"answer":{"type":"string","description":"Your answer for this turn."}},"required":["answer"]}`
+
+const endTurnDescription = "End this turn. Its answer argument is your answer for the turn; its result is the next prompt."
+
+// offered is a tool offered to the model in a turn.
+type offered struct {
+	tool Tool
+	env  *liveEnv // nil for end_turn
+
+	once   sync.Once
+	schema *jsonschema.Schema // nil when the schema could not be compiled
+}
+
+// validate checks arguments (a JSON object) against the tool's schema. A
+// schema the validator cannot compile is not enforced: the env still checks.
+func (o *offered) validate(args json.RawMessage) error {
+	o.once.Do(func() {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(o.tool.Function.Parameters))
+		if err != nil {
+			return
+		}
+		c := jsonschema.NewCompiler()
+		url := "urn:agentenv:tool:" + o.tool.Function.Name
+		if c.AddResource(url, doc) != nil {
+			return
+		}
+		o.schema, _ = c.Compile(url)
+	})
+	if o.schema == nil {
+		return nil
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return fmt.Errorf("arguments are not JSON: %w", err)
+	}
+	if err := o.schema.Validate(inst); err != nil {
+		return schemaError(err)
+	}
+	return nil
+}
+
+// schemaError words a validation error for the model: each failure with
+// the place in the arguments, without the schema's internal URL.
+func schemaError(err error) error {
+	ve, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return err
+	}
+	var msgs []string
+	var walk func(u jsonschema.OutputUnit)
+	walk = func(u jsonschema.OutputUnit) {
+		if u.Error != nil {
+			at := u.InstanceLocation
+			if at == "" {
+				at = "/"
+			}
+			msgs = append(msgs, fmt.Sprintf("at %s: %s", at, u.Error.String()))
+		}
+		for _, e := range u.Errors {
+			walk(e)
+		}
+	}
+	walk(*ve.BasicOutput())
+	if len(msgs) == 0 {
+		return err
+	}
+	return fmt.Errorf("%s", strings.Join(msgs, "; "))
+}
+
+// offerTools works out the tools of a turn: explicit (names) or, when
+// names is nil, every tool of the deployed envs minus hidden ("env/tool"),
+// plus end_turn for multi-turn tasks.
+func offerTools(names []string, hidden []string, envs []*liveEnv, endTurn bool) ([]*offered, error) {
+	serving := map[string][]*liveEnv{}
+	descs := map[string]map[string]envclient.Tool{}
+	for _, le := range envs {
+		descs[le.name] = map[string]envclient.Tool{}
+		for _, t := range le.tools {
+			serving[t.Name] = append(serving[t.Name], le)
+			descs[le.name][t.Name] = t
+		}
+	}
+	isHidden := map[string]bool{}
+	for _, h := range hidden {
+		isHidden[h] = true
+	}
+	var out []*offered
+	add := func(name string) error {
+		les := serving[name]
+		if len(les) == 0 {
+			return fmt.Errorf("tool %q is not served by %s (it serves: %s)", name, envNames(envs), strings.Join(toolNames(envs), ", "))
+		}
+		if len(les) > 1 {
+			return fmt.Errorf("tool %q is served by several envs (%s); tools must have one owner", name, envNames(les))
+		}
+		t := descs[les[0].name][name]
+		out = append(out, &offered{env: les[0], tool: Tool{Type: "function", Function: Function{
+			Name: t.Name, Description: t.Description, Parameters: t.InputSchema,
+		}}})
+		return nil
+	}
+	if names != nil {
+		for _, n := range names {
+			if err := add(n); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		for _, le := range envs {
+			for _, t := range le.tools {
+				if isHidden[le.name+"/"+t.Name] {
+					continue
+				}
+				if err := add(t.Name); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if endTurn {
+		if len(serving[bundle.EndTurnTool]) > 0 {
+			return nil, fmt.Errorf("env %s serves a tool named %q, which multi-turn tasks reserve", envNames(serving[bundle.EndTurnTool]), bundle.EndTurnTool)
+		}
+		out = append(out, &offered{tool: Tool{Type: "function", Function: Function{
+			Name: bundle.EndTurnTool, Description: endTurnDescription, Parameters: json.RawMessage(endTurnSchema),
+		}}})
+	}
+	return out, nil
+}
+
+func envNames(envs []*liveEnv) string {
+	names := make([]string, len(envs))
+	for i, le := range envs {
+		names[i] = "env " + le.name
+	}
+	return strings.Join(names, ", ")
+}
+
+func toolNames(envs []*liveEnv) []string {
+	var names []string
+	for _, le := range envs {
+		for _, t := range le.tools {
+			names = append(names, t.Name)
+		}
+	}
+	return names
+}
+
+func schemaTools(offer []*offered) []Tool {
+	out := make([]Tool, len(offer))
+	for i, o := range offer {
+		out[i] = o.tool
+	}
+	return out
+}
+
+func formatTools(offer []*offered) []toolformat.Tool {
+	out := make([]toolformat.Tool, len(offer))
+	for i, o := range offer {
+		out[i] = toolformat.Tool{Name: o.tool.Function.Name, Description: o.tool.Function.Description, Parameters: o.tool.Function.Parameters}
+	}
+	return out
+}
+
+// toolsetEntry caches one toolset's tools; its mutex makes concurrent
+// first calls deploy once.
+type toolsetEntry struct {
+	mu    sync.Mutex
+	tools []Tool
+}
+
+// Tools returns the tools a toolset offers the model: the union over its
+// turns, in order of first appearance (end_turn last). The first call
+// deploys the toolset's envs once to list their tools; later calls are
+// served from the cache.
+func (e *Engine) Tools(ctx context.Context, toolset string) ([]Tool, error) {
+	ts, err := e.cfg.Bundle.Toolset(toolset)
+	if err != nil {
+		return nil, &Error{Code: CodeNotFound, Err: err}
+	}
+	e.toolsMu.Lock()
+	entry := e.tools[toolset]
+	if entry == nil {
+		entry = &toolsetEntry{}
+		e.tools[toolset] = entry
+	}
+	e.toolsMu.Unlock()
+	entry.mu.Lock()
+	defer entry.mu.Unlock()
+	if entry.tools != nil {
+		return append([]Tool(nil), entry.tools...), nil
+	}
+	tools, err := e.listToolset(ctx, ts)
+	if err != nil {
+		return nil, err
+	}
+	entry.tools = tools
+	return append([]Tool(nil), tools...), nil
+}
+
+func (e *Engine) listToolset(ctx context.Context, ts *bundle.Toolset) (tools []Tool, err error) {
+	labels := map[string]string{"agentenv.episode": "toolset-" + ts.ID, "agentenv.task": ts.Task.ID}
+	var envs []*liveEnv
+	defer func() {
+		if terr := e.teardown(context.WithoutCancel(ctx), envs); terr != nil {
+			e.log.Error("tearing down toolset envs", "toolset", ts.ID, "error", terr)
+		}
+	}()
+	for _, name := range ts.Envs {
+		le, err := e.deployEnv(ctx, name, labels)
+		if err != nil {
+			return nil, &Error{Code: CodeDeploy, Err: fmt.Errorf("toolset %s (task %s): %w", ts.ID, ts.Task.ID, err)}
+		}
+		envs = append(envs, le)
+	}
+	seen := map[string]bool{}
+	var endTurn *Tool
+	for _, names := range ts.Turns {
+		offer, err := offerTools(names, ts.Hidden, envs, ts.EndTurn)
+		if err != nil {
+			return nil, &Error{Code: CodeDeploy, Err: fmt.Errorf("toolset %s (task %s): %w", ts.ID, ts.Task.ID, err)}
+		}
+		for _, o := range offer {
+			if o.env == nil { // end_turn goes last
+				endTurn = &o.tool
+				continue
+			}
+			if !seen[o.tool.Function.Name] {
+				seen[o.tool.Function.Name] = true
+				tools = append(tools, o.tool)
+			}
+		}
+	}
+	if endTurn != nil {
+		tools = append(tools, *endTurn)
+	}
+	if tools == nil {
+		tools = []Tool{}
+	}
+	return tools, nil
+}
+
+func sortStrings(s []string) { sort.Strings(s) }
