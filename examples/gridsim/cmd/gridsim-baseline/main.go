@@ -14,9 +14,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentenv/agentenv/core/bundle"
 
@@ -42,6 +45,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	parallel := fs.Int("parallel", 4, "episodes played at once")
 	markdown := fs.Bool("markdown", false, "print a markdown table")
 	verbose := fs.Bool("v", false, "print each task's grade")
+	via := fs.String("via", "engine", "engine: real episodes (episode engine, local process sandbox, hermes replies); mcp: straight to the env over MCP, no engine")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,7 +64,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		policies = append(policies, p)
 	}
-	b, err := bundle.Load(*dir, bundle.Options{})
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	b, err := bundle.Load(abs, bundle.Options{})
 	if err != nil {
 		return err
 	}
@@ -73,7 +81,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		tasks = tasks[:*limit]
 	}
 
-	runner := &baseline.Direct{Bundle: b}
+	var runner baseline.Runner
+	switch *via {
+	case "engine":
+		log := hclog.New(&hclog.LoggerOptions{Name: "gridsim-baseline", Output: os.Stderr, Level: hclog.Warn})
+		loc, err := baseline.LocalEngine(ctx, b, "", log)
+		if err != nil {
+			return err
+		}
+		runner = &baseline.Engine{Player: loc.Engine}
+	case "mcp":
+		runner = &baseline.Direct{Bundle: b}
+	default:
+		return fmt.Errorf("--via %q: want engine or mcp", *via)
+	}
 	var sums []baseline.Summary
 	for _, p := range policies {
 		results, err := baseline.RunAll(ctx, runner, tasks, p, *parallel)
