@@ -101,6 +101,15 @@ func TestKilledPluginIsRestarted(t *testing.T) {
 		t.Fatalf("Restarts() = %d, want 1", n)
 	}
 	waitGone(t, pid, 5*time.Second)
+	// List shows the process now serving, and knows the binary already.
+	starts := h.starts.Load()
+	es, err := h.List(ctx)
+	if err != nil || len(es) != 1 || len(es[0].PIDs) != 1 || es[0].PIDs[0] != pidOf(t, ctx, r) {
+		t.Fatalf("List = %+v, %v; want the new pid", es, err)
+	}
+	if h.starts.Load() != starts {
+		t.Fatal("List started a process for a binary the host is running")
+	}
 }
 
 // A crash noticed with no call in flight is repaired before the next call.

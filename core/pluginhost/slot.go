@@ -55,6 +55,7 @@ func (s *slot) launch(ctx context.Context) (*instance, error) {
 		in.kill()
 		return nil, fmt.Errorf("plugin %s (%s): %w", s.id(), c.source(), err)
 	}
+	s.h.fp.setInfo(in.sum, c.args, in.info) // `plugins list` need not start it again
 	s.log.Info("plugin started", "pid", in.pid, "version", in.info.Version, "source", c.source())
 	return in, nil
 }
@@ -110,11 +111,14 @@ func (s *slot) failed(ctx context.Context, in *instance, err error) error {
 		return err
 	}
 	s.mu.Lock()
-	current := s.cur == in
+	current, closed := s.cur == in, s.closed
 	if current {
 		s.crashedLocked(in, err)
 	}
 	s.mu.Unlock()
+	if closed {
+		return fmt.Errorf("plugin %s (pid %d) was stopped during the call: %w: %w", s.id(), in.pid, ErrClosed, err)
+	}
 	if !current && !in.exited() {
 		return fmt.Errorf("plugin %s (pid %d) was stopped during the call: %w: %w", s.id(), in.pid, ErrCrashed, err)
 	}
@@ -186,10 +190,10 @@ func (s *slot) scheduleLocked() {
 		case <-time.After(delay):
 		case <-s.h.done:
 		}
-		s.h.restarts.Add(1)
 		var in *instance
 		err := ErrClosed
 		if !s.h.isClosed() {
+			s.h.restarts.Add(1)
 			ctx, cancel := context.WithTimeout(context.Background(), s.h.opts.StartTimeout+5*time.Second)
 			in, err = s.launch(ctx)
 			cancel()
