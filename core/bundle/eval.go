@@ -16,10 +16,15 @@ type evalFile struct {
 	Tasks *[]string `toml:"tasks"`
 }
 
-// loadEvals reads evals/<name>.toml into splits, sorted by name. Task ids
-// must be known (b.tasks set), so with task problems only the eval files'
-// own shape is checked.
-func loadEvals(dir string, b *Bundle, ps *problems) []*Split {
+// evalSplit is an eval file's task ids, resolved.
+type evalSplit struct {
+	name, file string
+	ids        []string
+}
+
+// loadEvals reads evals/<name>.toml, sorted by name, resolving ids and
+// patterns against the catalog.
+func loadEvals(dir string, cat *catalog, ps *problems) []evalSplit {
 	root := filepath.Join(dir, "evals")
 	entries, err := os.ReadDir(root)
 	if errors.Is(err, os.ErrNotExist) {
@@ -29,7 +34,7 @@ func loadEvals(dir string, b *Bundle, ps *problems) []*Split {
 		ps.add(root, 0, "cannot read: %v", err)
 		return nil
 	}
-	var splits []*Split
+	var splits []evalSplit
 	for _, e := range entries { // ReadDir sorts by name
 		name := e.Name()
 		file := filepath.Join(root, name)
@@ -49,86 +54,82 @@ func loadEvals(dir string, b *Bundle, ps *problems) []*Split {
 			ps.add(file, 0, "an eval cannot be named %q: that split holds every task", SplitAll)
 			continue
 		}
-		if s := loadEval(split, file, b, ps); s != nil {
+		if s, ok := loadEval(split, file, cat, ps); ok {
 			splits = append(splits, s)
 		}
 	}
 	return splits
 }
 
-func loadEval(name, file string, b *Bundle, ps *problems) *Split {
+func loadEval(name, file string, cat *catalog, ps *problems) (evalSplit, bool) {
+	s := evalSplit{name: name, file: file}
 	data, err := os.ReadFile(file)
 	if err != nil {
 		ps.add(file, 0, "cannot read: %v", err)
-		return nil
+		return s, false
 	}
 	var f evalFile
 	if err := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(&f); err != nil {
 		reportTOML(file, err, map[string]string{"tasks": "an array of task ids or glob patterns"}, "tasks", ps)
-		return nil
+		return s, false
 	}
 	if f.Tasks == nil {
 		ps.add(file, 0, "has no \"tasks\": an eval is tasks = [\"task id\", \"family/*\", ...]")
-		return nil
+		return s, false
 	}
 	if len(*f.Tasks) == 0 {
 		ps.add(file, keyLine(data, "tasks"), "\"tasks\" is empty: an eval needs at least one task")
-		return nil
+		return s, false
 	}
-	if b.tasks == nil { // the tasks did not load: ids cannot be checked
-		return nil
+	if cat.index == nil {
+		cat.index = make(map[string]bool, len(cat.ids))
+		for _, id := range cat.ids {
+			cat.index[id] = true
+		}
 	}
-	s := &Split{Name: name, File: file}
-	seen := map[*Task]bool{}
+	seen := map[string]bool{}
+	add := func(id string) {
+		if !seen[id] {
+			seen[id] = true
+			s.ids = append(s.ids, id)
+		}
+	}
 	n := ps.count()
 	for _, pat := range *f.Tasks {
 		line := valueLine(data, pat)
-		if pat == "" {
+		switch {
+		case pat == "":
 			ps.add(file, line, "empty task id")
-			continue
-		}
-		add := func(t *Task) {
-			if !seen[t] {
-				seen[t] = true
-				s.Tasks = append(s.Tasks, t)
-			}
-		}
-		if !strings.ContainsAny(pat, `*?[\`) {
-			t, ok := b.tasks[pat]
-			if !ok {
-				ps.add(file, line, "%q names no task%s", pat, b.familyHint(pat))
+		case !strings.ContainsAny(pat, `*?[\`):
+			if !cat.index[pat] {
+				ps.add(file, line, "%q names no task%s", pat, cat.familyHint(pat))
 				continue
 			}
-			add(t)
-			continue
-		}
-		if _, err := path.Match(pat, ""); err != nil {
-			ps.add(file, line, "invalid pattern %q: %v", pat, err)
-			continue
-		}
-		matched := false
-		for _, t := range b.Tasks {
-			if ok, _ := path.Match(pat, t.ID); ok {
-				matched = true
-				add(t)
+			add(pat)
+		default:
+			if _, err := path.Match(pat, ""); err != nil {
+				ps.add(file, line, "invalid pattern %q: %v", pat, err)
+				continue
+			}
+			matched := false
+			for _, id := range cat.ids {
+				if ok, _ := path.Match(pat, id); ok {
+					matched = true
+					add(id)
+				}
+			}
+			if !matched {
+				ps.add(file, line, "pattern %q matches no task", pat)
 			}
 		}
-		if !matched {
-			ps.add(file, line, "pattern %q matches no task", pat)
-		}
 	}
-	if ps.count() > n {
-		return nil
-	}
-	return s
+	return s, ps.count() == n
 }
 
 // familyHint suggests "name/*" when an eval names a seeded family.
-func (b *Bundle) familyHint(id string) string {
-	for _, t := range b.Tasks {
-		if t.Family == id && t.SeedsFile != "" {
-			return fmt.Sprintf(" (%s is a seeded family: its tasks are %s/<id>; use %q)", id, id, id+"/*")
-		}
+func (c *catalog) familyHint(id string) string {
+	if c.seeded[id] {
+		return fmt.Sprintf(" (%s is a seeded family: its tasks are %s/<id>; use %q)", id, id, id+"/*")
 	}
 	return ""
 }

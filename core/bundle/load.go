@@ -55,19 +55,25 @@ func Load(dir string, opts Options) (*Bundle, error) {
 	}
 
 	b.Envs = loadEnvs(dir, ps)
-	b.Tasks = loadTasks(dir, b.Envs, ps)
-	if ps.count() == 0 {
-		b.tasks = make(map[string]*Task, len(b.Tasks))
-		for _, t := range b.Tasks {
-			b.tasks[t.ID] = t
-		}
-	}
-	evals := loadEvals(dir, b, ps)
+	cat := &catalog{seeded: map[string]bool{}}
+	b.Tasks = loadTasks(dir, b.Envs, cat, ps)
+	evals := loadEvals(dir, cat, ps)
 	if err := ps.err(dir); err != nil {
 		return nil, err
 	}
 
-	b.Splits = append([]*Split{{Name: SplitAll, Tasks: b.Tasks}}, evals...)
+	b.tasks = make(map[string]*Task, len(b.Tasks))
+	for _, t := range b.Tasks {
+		b.tasks[t.ID] = t
+	}
+	b.Splits = []*Split{{Name: SplitAll, Tasks: b.Tasks}}
+	for _, e := range evals {
+		s := &Split{Name: e.name, File: e.file, Tasks: make([]*Task, len(e.ids))}
+		for i, id := range e.ids {
+			s.Tasks[i] = b.tasks[id]
+		}
+		b.Splits = append(b.Splits, s)
+	}
 	b.splits = make(map[string]*Split, len(b.Splits))
 	for _, s := range b.Splits {
 		b.splits[s.Name] = s
@@ -89,7 +95,7 @@ func Load(dir string, opts Options) (*Bundle, error) {
 
 // loadTasks reads tasks/: task files in name order, each followed by its
 // seeded tasks in line order.
-func loadTasks(dir string, envs map[string]*Env, ps *problems) []*Task {
+func loadTasks(dir string, envs map[string]*Env, cat *catalog, ps *problems) []*Task {
 	root := filepath.Join(dir, "tasks")
 	entries, err := os.ReadDir(root)
 	if errors.Is(err, os.ErrNotExist) {
@@ -136,13 +142,16 @@ func loadTasks(dir string, envs map[string]*Env, ps *problems) []*Task {
 		if seeds[name] {
 			seedsFile = filepath.Join(root, name+".seeds.jsonl")
 		}
-		tasks = append(tasks, loadFamily(name, filepath.Join(root, name+".json"), seedsFile, envs, ps)...)
+		tasks = append(tasks, loadFamily(name, filepath.Join(root, name+".json"), seedsFile, envs, cat, ps)...)
 	}
 	return tasks
 }
 
 // loadFamily loads one task file and, with a seeds file, its seeded tasks.
-func loadFamily(name, file, seedsFile string, envs map[string]*Env, ps *problems) []*Task {
+func loadFamily(name, file, seedsFile string, envs map[string]*Env, cat *catalog, ps *problems) []*Task {
+	if seedsFile == "" {
+		cat.ids = append(cat.ids, name)
+	}
 	data, err := os.ReadFile(file)
 	if err != nil {
 		ps.add(file, 0, "cannot read: %v", err)
@@ -164,11 +173,17 @@ func loadFamily(name, file, seedsFile string, envs map[string]*Env, ps *problems
 			return nil
 		}
 		lines, keys = parseSeeds(seedsFile, sdata, ps)
+		cat.seeded[name] = true
+		for i := range lines {
+			if lines[i].id != "" && !lines[i].dup {
+				cat.ids = append(cat.ids, name+"/"+lines[i].id)
+			}
+		}
 	}
 	if root == nil {
 		return nil
 	}
-	t := compileTask(name, file, root, keys, ps)
+	t, ok := compileTask(name, file, root, keys, ps)
 	if t == nil {
 		return nil
 	}
@@ -177,7 +192,6 @@ func loadFamily(name, file, seedsFile string, envs map[string]*Env, ps *problems
 	for i := range t.steps {
 		t.base[i] = t.steps[i].base()
 	}
-	ok := true
 	c := &checker{envs: envs, tmpl: t.steps}
 	c.check(t.base, func(i int, msg string) {
 		ok = false
@@ -197,6 +211,14 @@ func loadFamily(name, file, seedsFile string, envs map[string]*Env, ps *problems
 		return nil
 	}
 	return instantiate(t, seedsFile, lines, envs, ps)
+}
+
+// catalog lists every task id the bundle defines, loaded or not, so eval
+// files are checked against what the author wrote even when a task failed.
+type catalog struct {
+	ids    []string        // in split "all" order
+	seeded map[string]bool // task files with seeds
+	index  map[string]bool // ids, built when an eval needs it
 }
 
 func sortedKeys[V any](m map[string]V) []string {

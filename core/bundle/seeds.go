@@ -17,6 +17,7 @@ type seedLine struct {
 	id       string
 	vals     map[string]any
 	bad      bool // has a problem; makes no task
+	dup      bool // repeats an earlier line's id
 }
 
 // parseSeeds decodes every line of a seeds file, in parallel: on a big
@@ -65,7 +66,7 @@ func parseSeeds(file string, data []byte, ps *problems) ([]seedLine, map[string]
 		}
 		if at, dup := first[l.id]; dup {
 			ps.add(file, l.line, "duplicate seed id %q (first on line %d)", l.id, at)
-			l.bad = true
+			l.bad, l.dup = true, true
 			continue
 		}
 		first[l.id] = l.line

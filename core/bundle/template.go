@@ -292,6 +292,7 @@ type stepTmpl struct {
 	args                                                targs
 	maxTurns                                            int
 	present, dyn                                        uint32
+	broken                                              uint32 // keys whose value had the wrong type
 }
 
 // taskTmpl is a task file compiled once; seeds instantiate it.
@@ -306,14 +307,19 @@ type taskTmpl struct {
 
 // compileTask turns a task file's tree into a template, reporting every
 // structural problem (shape, keys, types) at its line.
-func compileTask(name, file string, root *jnode, keys map[string]bool, ps *problems) *taskTmpl {
+//
+// A template with problems is still returned (nil only when the file is no
+// array of steps) so its steps can be checked too: the fields that failed
+// are marked broken and the checks reading them skipped, so one mistake is
+// reported once.
+func compileTask(name, file string, root *jnode, keys map[string]bool, ps *problems) (*taskTmpl, bool) {
 	if root.kind != 'a' {
 		ps.add(file, root.line, "a task file must be a JSON array of steps, got %s", root.kindName())
-		return nil
+		return nil, false
 	}
 	if len(root.elems) == 0 {
 		ps.add(file, root.line, "the task has no steps")
-		return nil
+		return nil, false
 	}
 	used := map[string]bool{}
 	t := &taskTmpl{name: name, file: file}
@@ -323,15 +329,12 @@ func compileTask(name, file string, root *jnode, keys map[string]bool, ps *probl
 		ok = ok && good
 		t.steps = append(t.steps, st)
 	}
-	if !ok {
-		return nil
-	}
 	for k := range used {
 		t.used = append(t.used, k)
 	}
 	sort.Strings(t.used)
 	t.dyn = len(t.used) > 0
-	return t
+	return t, ok
 }
 
 func compileStep(i int, file string, n *jnode, keys, used map[string]bool, ps *problems) (stepTmpl, bool) {
@@ -344,6 +347,9 @@ func compileStep(i int, file string, n *jnode, keys, used map[string]bool, ps *p
 	for _, k := range n.keys {
 		if k.name == "id" && k.val.kind == 's' {
 			label = fmt.Sprintf("step %q", k.val.str)
+			// Known even when the type is not, for duplicate and turn checks.
+			st.id = compileStr(k.val.str, keys, used)
+			st.present |= fID
 		}
 	}
 	ok := true
@@ -366,12 +372,14 @@ func compileStep(i int, file string, n *jnode, keys, used map[string]bool, ps *p
 		if ok {
 			bad(n.line, "has no \"type\" (one of: %s)", strings.Join(stepTypes, ", "))
 		}
+		st.dyn = st.dynBits()
 		return st, false
 	}
 	allowed := allowedBits(st.typ)
 	str := func(k jkey, dst *tstr) {
 		if k.val.kind != 's' {
 			bad(k.line, "%q must be a string, got %s", k.name, k.val.kindName())
+			st.broken |= fieldBits[k.name]
 			return
 		}
 		*dst = compileStr(k.val.str, keys, used)
@@ -379,12 +387,14 @@ func compileStep(i int, file string, n *jnode, keys, used map[string]bool, ps *p
 	list := func(k jkey) []tstr {
 		if k.val.kind != 'a' {
 			bad(k.line, "%q must be an array of strings, got %s", k.name, k.val.kindName())
+			st.broken |= fieldBits[k.name]
 			return nil
 		}
 		out := make([]tstr, 0, len(k.val.elems))
 		for _, e := range k.val.elems {
 			if e.kind != 's' {
 				bad(e.line, "%q must be an array of strings, found %s", k.name, e.kindName())
+				st.broken |= fieldBits[k.name]
 				return nil
 			}
 			out = append(out, compileStr(e.str, keys, used))
@@ -405,6 +415,7 @@ func compileStep(i int, file string, n *jnode, keys, used map[string]bool, ps *p
 		switch bit {
 		case fType:
 		case fID:
+			st.id = tstr{}
 			str(k, &st.id)
 		case fEnv:
 			str(k, &st.env)
@@ -427,6 +438,7 @@ func compileStep(i int, file string, n *jnode, keys, used map[string]bool, ps *p
 		case fArgs:
 			if k.val.kind != 'o' {
 				bad(k.line, "\"arguments\" must be a JSON object, got %s", k.val.kindName())
+				st.broken |= fArgs
 				continue
 			}
 			st.args = compileArgs(k.val, keys, used)

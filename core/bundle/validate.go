@@ -30,14 +30,18 @@ type rxEntry struct {
 	err error
 }
 
-func (c *checker) dyn(i int, bits uint32) bool { return !c.instance && c.tmpl[i].dyn&bits != 0 }
+// dyn reports whether a check reading these fields of step i must wait:
+// they hold placeholders (template pass), or failed to decode.
+func (c *checker) dyn(i int, bits uint32) bool {
+	return !c.instance && (c.tmpl[i].dyn|c.tmpl[i].broken)&bits != 0
+}
 
 func (c *checker) anyDyn(bits uint32) bool {
 	if c.instance {
 		return false
 	}
 	for i := range c.tmpl {
-		if c.tmpl[i].dyn&bits != 0 {
+		if (c.tmpl[i].dyn|c.tmpl[i].broken)&bits != 0 {
 			return true
 		}
 	}
@@ -84,9 +88,14 @@ func (c *checker) check(steps []Step, report func(i int, msg string)) {
 	var deployed []string
 	deployDyn := false
 	prompts, verifiers := 0, 0
+	untyped := false // a step of unknown type: what it would have done is unknown
 	for i := range steps {
 		s, t := &steps[i], &c.tmpl[i]
+		// Checks of what earlier steps set up would only repeat that problem.
+		deployDyn = deployDyn || untyped
 		switch s.Type {
+		case "":
+			untyped = true
 		case StepDeployEnv:
 			switch {
 			case t.present&fEnv == 0:
@@ -133,7 +142,7 @@ func (c *checker) check(steps []Step, report func(i int, msg string)) {
 				say(i, "has an empty \"prompt\"")
 			}
 			if t.present&fTools != 0 {
-				if len(deployed) == 0 {
+				if len(deployed) == 0 && !deployDyn {
 					say(i, "lists \"tools\" but no env is deployed before it")
 				}
 				if !c.dyn(i, fTools) {
@@ -144,6 +153,9 @@ func (c *checker) check(steps []Step, report func(i int, msg string)) {
 			verifiers++
 			c.checkAnswer(i, steps, idsDyn, say)
 		}
+	}
+	if untyped {
+		return
 	}
 	if prompts == 0 {
 		report(-1, "the task has no prompt_agent step: the model never gets a turn")
@@ -171,7 +183,9 @@ func (c *checker) checkDuplicateIDs(steps []Step, say func(int, string, ...any))
 // the only deployed env.
 func (c *checker) resolveEnv(i int, s *Step, deployed []string, deployDyn bool, say func(int, string, ...any)) {
 	if len(deployed) == 0 {
-		say(i, "comes before any deploy_env step: deploy an env first")
+		if !deployDyn {
+			say(i, "comes before any deploy_env step: deploy an env first")
+		}
 		return
 	}
 	if c.tmpl[i].present&fEnv != 0 {
@@ -183,7 +197,7 @@ func (c *checker) resolveEnv(i int, s *Step, deployed []string, deployDyn bool, 
 		}
 		return
 	}
-	if len(deployed) > 1 {
+	if len(deployed) > 1 && !deployDyn {
 		say(i, "several envs are deployed (%s): name one with \"env\"", strings.Join(deployed, ", "))
 		return
 	}
@@ -236,6 +250,7 @@ func (c *checker) checkAnswer(i int, steps []Step, idsDyn bool, say func(int, st
 			continue
 		}
 		switch {
+		case steps[j].Type == "": // already reported
 		case steps[j].Type != StepPromptAgent:
 			say(i, "turn %q is a %s step, not a prompt_agent step", s.Turn, steps[j].Type)
 		case j > i:
