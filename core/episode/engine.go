@@ -66,6 +66,10 @@ type Engine struct {
 
 	toolsMu sync.Mutex
 	tools   map[string]*toolsetEntry
+
+	liveMu   sync.Mutex
+	live     map[*episode]struct{} // episodes that may hold envs
+	shutdown bool
 }
 
 var _ Player = (*Engine)(nil)
@@ -121,7 +125,8 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Engine{cfg: cfg, log: log, builds: map[string]*envBuild{}, tools: map[string]*toolsetEntry{}}, nil
+	return &Engine{cfg: cfg, log: log, builds: map[string]*envBuild{}, tools: map[string]*toolsetEntry{},
+		live: map[*episode]struct{}{}}, nil
 }
 
 // Play resolves req to a task and returns its episode, ready to Start.
@@ -150,7 +155,44 @@ func (e *Engine) Play(req Request) (Episode, error) {
 	} else if err := checkEpisodeID(id); err != nil {
 		return nil, &Error{Code: CodeValidation, Err: err}
 	}
-	return newEpisode(e, task, id, format, parser, req.MaxTurns), nil
+	ep := newEpisode(e, task, id, format, parser, req.MaxTurns)
+	e.liveMu.Lock()
+	defer e.liveMu.Unlock()
+	if e.shutdown {
+		return nil, &Error{Code: CodeValidation, Err: errors.New("the engine is shutting down")}
+	}
+	e.live[ep] = struct{}{}
+	return ep, nil
+}
+
+// forget drops an episode that holds no envs any more.
+func (e *Engine) forget(ep *episode) {
+	e.liveMu.Lock()
+	delete(e.live, ep)
+	e.liveMu.Unlock()
+}
+
+// Close refuses new episodes and closes every live one (tearing down its
+// envs), concurrently; it returns once all are torn down.
+func (e *Engine) Close(ctx context.Context) error {
+	e.liveMu.Lock()
+	e.shutdown = true
+	eps := make([]*episode, 0, len(e.live))
+	for ep := range e.live {
+		eps = append(eps, ep)
+	}
+	e.liveMu.Unlock()
+	errs := make([]error, len(eps))
+	var wg sync.WaitGroup
+	for i, ep := range eps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = ep.Close(ctx)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (e *Engine) resolve(req Request) (*bundle.Task, error) {

@@ -394,6 +394,7 @@ func (ep *episode) finish(ctx context.Context, obs *Observation) error {
 	if err := ep.release(ctx); err != nil {
 		ep.log.Error("teardown after scoring", "error", err)
 	}
+	ep.e.forget(ep)
 	return nil
 }
 
@@ -428,6 +429,7 @@ func (ep *episode) fail(ctx context.Context, err error) error {
 	if terr := ep.release(ctx); terr != nil {
 		ep.log.Error("teardown after failure", "error", terr)
 	}
+	ep.e.forget(ep)
 	return err
 }
 
@@ -464,6 +466,7 @@ func (ep *episode) Close(ctx context.Context) error {
 		ep.phase = phaseClosed
 		ep.mu.Unlock()
 		ep.closeErr = ep.release(ctx)
+		ep.e.forget(ep)
 		if waited {
 			<-ep.busy
 		}

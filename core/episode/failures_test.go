@@ -254,3 +254,31 @@ func TestCloseMidEpisode(t *testing.T) {
 		t.Fatal("Start after Close succeeded")
 	}
 }
+
+func TestEngineCloseTearsDownLiveEpisodes(t *testing.T) {
+	dir := bundleFiles(t, nil, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
+	r := newRig(t, dir, rigOptions{})
+	var eps []episode.Episode
+	for range 3 {
+		ep := r.play(episode.Request{TaskID: "puzzle"})
+		r.start(ep)
+		eps = append(eps, ep)
+	}
+	// One still in flight: a tool call that hangs.
+	stepErr := make(chan error, 1)
+	go func() {
+		_, err := eps[0].Step(context.Background(), call("sleep", map[string]any{"seconds": 30}))
+		stepErr <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := r.engine.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-stepErr; err == nil {
+		t.Fatal("the step in flight succeeded after Close")
+	}
+	assertGone(t, r)
+	if _, err := r.engine.Play(episode.Request{TaskID: "puzzle"}); err == nil || !strings.Contains(err.Error(), "shutting down") {
+		t.Fatalf("Play after Close = %v", err)
+	}
+}
