@@ -39,7 +39,7 @@ type goldenFile struct {
 }
 
 // goldenCases returns the cases for format with their toolsets.
-func goldenCases(t *testing.T, format string) ([]goldenCase, map[string][]toolformat.Tool) {
+func goldenCases(t testing.TB, format string) ([]goldenCase, map[string][]toolformat.Tool) {
 	t.Helper()
 	b, err := os.ReadFile(goldenPath)
 	if err != nil {
@@ -130,7 +130,7 @@ func checkGolden(t *testing.T, got toolformat.Parsed, c goldenCase) {
 
 // goldenSamples are the golden cases every call of which is read, as
 // conformance samples.
-func goldenSamples(t *testing.T, format string) []sdktest.ToolFormatSample {
+func goldenSamples(t testing.TB, format string) []sdktest.ToolFormatSample {
 	cases, sets := goldenCases(t, format)
 	var out []sdktest.ToolFormatSample
 	for _, c := range cases {

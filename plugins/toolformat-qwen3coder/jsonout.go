@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -21,6 +22,9 @@ func appendPyJSON(b []byte, v pyValue) ([]byte, error) {
 	case pyStr:
 		return appendJSONString(b, v.str), nil
 	case pyInteger:
+		if tooManyDigits(strings.TrimPrefix(v.str, "-")) {
+			return nil, &notJSONError{fmt.Sprintf("an integer of more than %d digits", maxIntDigits)}
+		}
 		return append(b, v.str...), nil
 	case pyBool:
 		return strconv.AppendBool(b, v.truth), nil

@@ -38,7 +38,7 @@ func parse(text string, tools []toolformat.Tool) toolformat.Parsed {
 	if contentEnd < 0 {
 		contentEnd = firstFunc
 	}
-	r := reader{text: text, tools: tools, out: toolformat.Parsed{Content: text[:contentEnd]}}
+	r := newReader(text, tools, text[:contentEnd])
 	blocks := findBlocks(text)
 	if len(blocks) == 0 {
 		// vLLM's fallback: with no <tool_call> at all, the whole reply is
@@ -93,6 +93,41 @@ type reader struct {
 	text  string
 	tools []toolformat.Tool
 	out   toolformat.Parsed
+	// Cached searches: the scan only moves forward, so each finder reads
+	// the reply once and a hostile reply cannot make parsing quadratic.
+	funcOpen, funcClose, paramOpen, paramClose finder
+}
+
+func newReader(text string, tools []toolformat.Tool, content string) *reader {
+	return &reader{
+		text: text, tools: tools, out: toolformat.Parsed{Content: content},
+		funcOpen: newFinder(text, funcOpen), funcClose: newFinder(text, funcClose),
+		paramOpen: newFinder(text, paramOpen), paramClose: newFinder(text, paramClose),
+	}
+}
+
+// finder finds the next occurrence of sub at or after a position,
+// remembering its last answer for the next, later position.
+type finder struct {
+	text, sub string
+	from, at  int // the occurrence at or after from is at (-1: none)
+}
+
+func newFinder(text, sub string) finder { return finder{text: text, sub: sub, from: -1} }
+
+// next returns the first occurrence at or after pos that starts before
+// limit, or -1.
+func (f *finder) next(pos, limit int) int {
+	if f.from < 0 || pos < f.from || (f.at >= 0 && pos > f.at) {
+		f.from, f.at = pos, -1
+		if i := strings.Index(f.text[pos:], f.sub); i >= 0 {
+			f.at = pos + i
+		}
+	}
+	if f.at < 0 || f.at >= limit {
+		return -1
+	}
+	return f.at
 }
 
 func (r *reader) unparsed(s span, reason string) {
@@ -103,14 +138,13 @@ func (r *reader) unparsed(s span, reason string) {
 // vLLM drops them silently when the reply has blocks.
 func (r *reader) strayFunctions(gap span) {
 	for pos := gap.start; ; {
-		i := strings.Index(r.text[pos:gap.end], funcOpen)
-		if i < 0 {
+		start := r.funcOpen.next(pos, gap.end)
+		if start < 0 {
 			return
 		}
-		start := pos + i
 		end := gap.end
-		if j := strings.Index(r.text[start:gap.end], funcClose); j >= 0 {
-			end = start + j + len(funcClose)
+		if j := r.funcClose.next(start, gap.end); j >= 0 {
+			end = j + len(funcClose)
 		}
 		r.unparsed(span{start, end}, "this <function=...> is outside <tool_call></tool_call> and was not read: put each call inside <tool_call></tool_call>")
 		pos = end
@@ -123,41 +157,60 @@ func (r *reader) strayFunctions(gap span) {
 func (r *reader) readFunctions(body span) bool {
 	found := false
 	for pos := body.start; ; {
-		i := strings.Index(r.text[pos:body.end], funcOpen)
-		if i < 0 {
+		start := r.funcOpen.next(pos, body.end)
+		if start < 0 {
 			return found
 		}
 		found = true
-		start := pos + i
 		inner := span{start + len(funcOpen), body.end}
 		// A function without </function> runs to the block's end, as in vLLM.
 		end := body.end
-		if j := strings.Index(r.text[inner.start:body.end], funcClose); j >= 0 {
-			inner.end = inner.start + j
-			end = inner.end + len(funcClose)
+		if j := r.funcClose.next(inner.start, body.end); j >= 0 {
+			inner.end, end = j, j+len(funcClose)
 		}
 		pos = r.readFunction(start, inner, end)
 	}
+}
+
+// param is one parameter match: absolute offsets into the reply.
+type param struct {
+	name   span // between "<parameter=" and its '>'
+	value  span // after the '>' up to where the match stops
+	hasGT  bool
+	closed bool // ended by </parameter>
 }
 
 // readFunction reads one function whose text after "<function=" is inner
 // and that ends at end. It returns where the next search starts: end, or
 // an earlier point when another <function= opens before this one closes.
 func (r *reader) readFunction(start int, inner span, end int) int {
-	t := r.text[inner.start:inner.end]
-	params := scanParams(t)
-	if split := nextFunction(t, params); split >= 0 {
-		r.unparsed(span{start, inner.start + split}, "missing </function>: another <function= starts before this function is closed")
-		return inner.start + split
+	split := func(at int) int {
+		r.unparsed(span{start, at}, "missing </function>: another <function= starts before this function is closed")
+		return at
 	}
 	whole := span{start, end}
-	gt := strings.IndexByte(t, '>')
+	// The name runs to the first '>'; a <function= before it means this
+	// function was never finished.
+	nextFunc := r.funcOpen.next(inner.start, inner.end)
+	nameLimit := inner.end
+	if nextFunc >= 0 {
+		nameLimit = nextFunc
+	}
+	gt := strings.IndexByte(r.text[inner.start:nameLimit], '>')
 	if gt < 0 {
+		if nextFunc >= 0 {
+			return split(nextFunc)
+		}
 		r.unparsed(whole, "missing '>' after the function name: write <function=NAME>")
 		return end
 	}
-	name := t[:gt]
-	if reason := badName(name, "function"); reason != "" {
+	gt += inner.start
+	params, at := r.scanParams(span{gt + 1, inner.end})
+	if at >= 0 {
+		return split(at)
+	}
+	name := r.text[inner.start:gt]
+	if reason := badName(name); reason != "" {
 		r.unparsed(whole, reason)
 		return end
 	}
@@ -165,16 +218,16 @@ func (r *reader) readFunction(start int, inner span, end int) int {
 	args := newArgs()
 	var problems []string
 	for _, p := range params {
-		if p.name < 0 {
+		if !p.hasGT {
 			problems = append(problems, "a <parameter=...> is missing '>' after its name: write <parameter=NAME>")
 			continue
 		}
-		pname := t[p.nameStart:p.name]
+		pname := r.text[p.name.start:p.name.end]
 		if reason := badParamName(pname); reason != "" {
 			problems = append(problems, reason)
 			continue
 		}
-		value := t[p.name+1 : p.valueEnd]
+		value := r.text[p.value.start:p.value.end]
 		value = strings.TrimPrefix(value, "\n")
 		value = strings.TrimSuffix(value, "\n")
 		v, reason := convert(pname, value, props)
@@ -192,9 +245,63 @@ func (r *reader) readFunction(start int, inner span, end int) int {
 	return end
 }
 
-func badName(name, what string) string {
+// scanParams finds parameters in s (the text after the function name) as
+// `<parameter=(.*?)(?:</parameter>|(?=<parameter=)|(?=</function>)|$)`
+// does. It also returns where another function starts inside s (-1 if
+// none): a <function= between parameters or inside a parameter that was
+// never closed. One inside a closed parameter is part of its value (code
+// that mentions the format), as in vLLM.
+func (r *reader) scanParams(s span) ([]param, int) {
+	// Python's $ also matches before a final newline.
+	dollar := s.end
+	if s.end > s.start && r.text[s.end-1] == '\n' {
+		dollar = s.end - 1
+	}
+	var out []param
+	for pos := s.start; ; {
+		open := r.paramOpen.next(pos, s.end)
+		gapEnd := s.end
+		if open >= 0 {
+			gapEnd = open
+		}
+		if f := r.funcOpen.next(pos, gapEnd); f >= 0 {
+			return out, f
+		}
+		if open < 0 {
+			return out, -1
+		}
+		from := open + len(paramOpen)
+		// The lazy group stops at the earliest of the four alternatives.
+		stop, consumed := s.end, 0
+		if from <= dollar {
+			stop = dollar
+		}
+		if c := r.paramClose.next(from, stop); c >= 0 {
+			stop, consumed = c, len(paramClose)
+		}
+		if o := r.paramOpen.next(from, stop); o >= 0 {
+			stop, consumed = o, 0
+		}
+		if fc := r.funcClose.next(from, stop); fc >= 0 {
+			stop, consumed = fc, 0
+		}
+		p := param{name: span{from, stop}, value: span{stop, stop}, closed: consumed > 0}
+		if k := strings.IndexByte(r.text[from:stop], '>'); k >= 0 {
+			p.name.end, p.value.start, p.hasGT = from+k, from+k+1, true
+		}
+		if !p.closed {
+			if f := r.funcOpen.next(from, stop); f >= 0 {
+				return out, f
+			}
+		}
+		out = append(out, p)
+		pos = stop + consumed
+	}
+}
+
+func badName(name string) string {
 	if name == "" {
-		return fmt.Sprintf("the %s name is empty: write <function=NAME>", what)
+		return "the function name is empty: write <function=NAME>"
 	}
 	if strings.ContainsAny(name, "<\n") {
 		return "missing '>' after the function name: write <function=NAME>"
@@ -209,99 +316,10 @@ func badParamName(name string) string {
 	if name == "" {
 		return "a <parameter=> has no name: write <parameter=NAME>"
 	}
-	if strings.ContainsAny(name, "<\n") {
-		return fmt.Sprintf("missing '>' after <parameter=%s: write <parameter=NAME>", firstLine(name))
+	if i := strings.IndexAny(name, "<\n"); i >= 0 {
+		return fmt.Sprintf("missing '>' after <parameter=%s: write <parameter=NAME>", name[:i])
 	}
 	return ""
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexAny(s, "<\n"); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
-
-// param is one parameter match inside a function's text (offsets are
-// relative to the text after "<function=").
-type param struct {
-	start     int  // at "<parameter="
-	nameStart int  // just after "<parameter="
-	name      int  // the '>' that ends the name, or -1
-	valueEnd  int  // where the value ends
-	end       int  // where the match ends (after </parameter> if closed)
-	closed    bool // ended by </parameter>
-}
-
-// scanParams finds parameters as
-// `<parameter=(.*?)(?:</parameter>|(?=<parameter=)|(?=</function>)|$)`
-// does over the text after the function name. It scans from the start of
-// t; a match before the name's '>' cannot happen for a well-formed name
-// and is reported through the name checks.
-func scanParams(t string) []param {
-	gt := strings.IndexByte(t, '>')
-	if gt < 0 {
-		return nil
-	}
-	base := gt + 1
-	s := t[base:]
-	var out []param
-	for pos := 0; ; {
-		i := strings.Index(s[pos:], paramOpen)
-		if i < 0 {
-			return out
-		}
-		p := param{start: base + pos + i, nameStart: base + pos + i + len(paramOpen)}
-		from := pos + i + len(paramOpen)
-		// The earliest of the four alternatives wins (the group is lazy).
-		stop, consumed := len(s), 0
-		if len(s) > from && s[len(s)-1] == '\n' {
-			stop = len(s) - 1 // Python's $ matches before a final newline
-		}
-		if j := strings.Index(s[from:], paramClose); j >= 0 && from+j < stop {
-			stop, consumed = from+j, len(paramClose)
-		}
-		if j := strings.Index(s[from:], paramOpen); j >= 0 && from+j < stop {
-			stop, consumed = from+j, 0
-		}
-		if j := strings.Index(s[from:], funcClose); j >= 0 && from+j < stop {
-			stop, consumed = from+j, 0
-		}
-		p.valueEnd = base + stop
-		p.end = base + stop + consumed
-		p.closed = consumed > 0
-		p.name = -1
-		if k := strings.IndexByte(s[from:stop], '>'); k >= 0 {
-			p.name = base + from + k
-		}
-		out = append(out, p)
-		pos = stop + consumed
-	}
-}
-
-// nextFunction returns the offset in t of a <function= that starts a new
-// function: one in the name or between parameters, or inside a parameter
-// that was never closed. A <function= inside a closed parameter is part of
-// its value (code that mentions the format), as in vLLM. -1 if none.
-func nextFunction(t string, params []param) int {
-	for pos := 0; ; {
-		i := strings.Index(t[pos:], funcOpen)
-		if i < 0 {
-			return -1
-		}
-		at := pos + i
-		inside := false
-		for _, p := range params {
-			if p.closed && p.name >= 0 && at > p.name && at < p.valueEnd {
-				inside = true
-				break
-			}
-		}
-		if !inside {
-			return at
-		}
-		pos = at + len(funcOpen)
-	}
 }
 
 // args is an arguments object that keeps first-insertion order and lets a

@@ -532,6 +532,9 @@ func (p *litParser) number() (node, error) {
 			if len(text) > 1 && text[0] == '0' && strings.Trim(text, "0") != "" {
 				return node{}, p.errorf("leading zeros in decimal integer literals are not permitted")
 			}
+			if tooManyDigits(text) {
+				return node{}, p.errorf("exceeds the limit (%d digits) for integer string conversion", maxIntDigits)
+			}
 			n, _ := new(big.Int).SetString(text, 10)
 			val = pyValue{kind: pyInteger, str: n.String()}
 		}

@@ -83,11 +83,26 @@ func pyInt(s string) (string, bool) {
 	if digits == "" || strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
 		return "", false
 	}
+	if len(digits) > maxIntDigits { // int() counts leading zeros too
+		return "", false
+	}
 	n, ok := new(big.Int).SetString(t, 10)
 	if !ok {
 		return "", false
 	}
 	return n.String(), true
+}
+
+// maxIntDigits is CPython's default limit on decimal digits when it
+// converts between int and str (sys.get_int_max_str_digits()); int(),
+// integer literals and json.dumps all fail beyond it.
+const maxIntDigits = 4300
+
+// tooManyDigits reports whether a value's decimal digits (no sign) exceed
+// the limit; leading zeros do not count (a literal has none unless it is
+// zero, and a value's str() has none).
+func tooManyDigits(digits string) bool {
+	return len(strings.TrimLeft(digits, "0")) > maxIntDigits
 }
 
 // pyFloat is Python's float(s): decimal notation with an optional

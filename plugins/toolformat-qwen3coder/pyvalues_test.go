@@ -20,7 +20,7 @@ type pyRow struct {
 	} `json:"literal"`
 }
 
-func loadPyRows(t *testing.T) []pyRow {
+func loadPyRows(t testing.TB) []pyRow {
 	t.Helper()
 	b, err := os.ReadFile("testdata/pyvalues.json")
 	if err != nil {

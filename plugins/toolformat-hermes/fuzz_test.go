@@ -1,0 +1,99 @@
+package hermes
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/agentenv/agentenv/sdk/toolformat"
+)
+
+// hostileReplies are seeds built to find slow paths: a parser that is
+// quadratic in any of them takes minutes instead of milliseconds.
+var hostileReplies = []string{
+	strings.Repeat("<tool_call>", 100000),
+	strings.Repeat("</tool_call>", 100000),
+	strings.Repeat("<tool_call>{", 50000),
+	strings.Repeat(`<tool_call>{"name": "f", "arguments": {}}</tool_call>`, 20000),
+	"<tool_call>" + strings.Repeat("[", 100000),
+	"<tool_call>" + strings.Repeat(`{"a":`, 50000),
+	strings.Repeat("<think>", 50000) + strings.Repeat("</think>", 50000),
+	strings.Repeat("<|im_end|>", 50000),
+	strings.Repeat(" <|im_end|>\n", 50000),
+}
+
+// checkInvariants holds for every reply: nothing is read from outside the
+// reply, every <tool_call> block is either a call or unparsed with a
+// reason, and every call is a named JSON object.
+func checkInvariants(t *testing.T, reply string, p toolformat.Parsed) {
+	t.Helper()
+	trimmed := toolformat.TrimReply(reply)
+	if !strings.HasPrefix(trimmed, p.Content) {
+		t.Fatalf("content %q is not the start of the reply %q", p.Content, trimmed)
+	}
+	if strings.Contains(trimmed, openTag) != (len(p.Calls)+len(p.Unparsed) > 0) {
+		t.Fatalf("reply %q: %d calls and %d unparsed; a <tool_call> must give one or the other", trimmed, len(p.Calls), len(p.Unparsed))
+	}
+	for _, c := range p.Calls {
+		if c.Name == "" || !utf8.ValidString(c.Name) || !isObject(c.Arguments) {
+			t.Fatalf("bad call %q %s from %q", c.Name, c.Arguments, reply)
+		}
+	}
+	for _, u := range p.Unparsed {
+		if strings.TrimSpace(u.Reason) == "" || !utf8.ValidString(u.Reason) || !strings.Contains(trimmed, u.Text) || !strings.HasPrefix(u.Text, openTag) {
+			t.Fatalf("bad unparsed %+v from %q", u, reply)
+		}
+	}
+}
+
+func TestHostileReplies(t *testing.T) {
+	for _, reply := range hostileReplies {
+		p, err := New().Parse(context.Background(), reply, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkInvariants(t, reply, p)
+	}
+}
+
+// FuzzParse: no panic, no hang, invariants hold, same answer twice. The
+// seed corpus (golden replies, hostile replies, testdata/fuzz) runs in
+// every `go test`.
+func FuzzParse(f *testing.F) {
+	cases, _ := goldenCases(f, Name)
+	for _, c := range cases {
+		f.Add(c.Reply)
+	}
+	for _, r := range hostileReplies {
+		f.Add(r[:min(len(r), 4096)])
+	}
+	f.Fuzz(func(t *testing.T, reply string) {
+		p, err := New().Parse(context.Background(), reply, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkInvariants(t, reply, p)
+		again, _ := New().Parse(context.Background(), reply, nil)
+		if !reflect.DeepEqual(p, again) {
+			t.Fatalf("two parses of %q differ", reply)
+		}
+	})
+}
+
+// isObject reports whether raw is exactly one JSON object (numbers of any
+// size allowed).
+func isObject(raw []byte) bool {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var obj map[string]any
+	if d.Decode(&obj) != nil || obj == nil {
+		return false
+	}
+	_, err := d.Token()
+	return err == io.EOF
+}

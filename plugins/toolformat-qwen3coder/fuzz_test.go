@@ -1,0 +1,132 @@
+package qwen3coder
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/agentenv/agentenv/sdk/toolformat"
+)
+
+// hostileReplies are seeds built to find slow paths: a parser that is
+// quadratic in any of them takes minutes instead of milliseconds.
+var hostileReplies = []string{
+	strings.Repeat("<function=a", 50000),
+	strings.Repeat("<function=a><parameter=x>1", 40000),
+	strings.Repeat("<function=a>\n<parameter=x>\n<function=", 40000),
+	strings.Repeat("<tool_call><function=a><parameter=x>", 40000),
+	strings.Repeat("<parameter=x>", 50000),
+	strings.Repeat("<tool_call>", 100000),
+	strings.Repeat("</function>", 100000),
+	strings.Repeat("<function=f>", 50000),
+	"<function=typed><parameter=o>" + strings.Repeat("[", 100000),
+	"<function=typed><parameter=x>" + strings.Repeat("(", 100000),
+	"<function=typed><parameter=x>" + strings.Repeat("-", 100000) + "1",
+	"<function=typed><parameter=i>" + strings.Repeat("1_", 100000) + "1",
+	strings.Repeat("<think>", 50000) + strings.Repeat("</think>", 50000),
+}
+
+// typedTools is the golden "typed" toolset: one parameter of each type.
+func typedTools(t testing.TB) []toolformat.Tool {
+	_, sets := goldenCases(t, Name)
+	return sets["typed"]
+}
+
+// checkInvariants holds for every reply: nothing is read from outside the
+// reply, a reply with a <tool_call> or <function= gives a call or an
+// unparsed call, and every call is a named JSON object.
+func checkInvariants(t *testing.T, reply string, p toolformat.Parsed) {
+	t.Helper()
+	trimmed := toolformat.TrimReply(reply)
+	if !strings.HasPrefix(trimmed, p.Content) {
+		t.Fatalf("content %q is not the start of the reply %q", p.Content, trimmed)
+	}
+	opens := strings.Contains(trimmed, blockOpen) || strings.Contains(trimmed, funcOpen)
+	if opens != (len(p.Calls)+len(p.Unparsed) > 0) {
+		t.Fatalf("reply %q: %d calls and %d unparsed", trimmed, len(p.Calls), len(p.Unparsed))
+	}
+	for _, c := range p.Calls {
+		if c.Name == "" || !utf8.ValidString(c.Name) || !utf8.Valid(c.Arguments) || !isObject(c.Arguments) {
+			t.Fatalf("bad call %q %s from %q", c.Name, c.Arguments, reply)
+		}
+	}
+	for _, u := range p.Unparsed {
+		if strings.TrimSpace(u.Reason) == "" || !utf8.ValidString(u.Reason) || !strings.Contains(trimmed, u.Text) {
+			t.Fatalf("bad unparsed %+v from %q", u, reply)
+		}
+	}
+}
+
+func TestHostileReplies(t *testing.T) {
+	tools := typedTools(t)
+	for _, reply := range hostileReplies {
+		p, err := New().Parse(context.Background(), reply, tools)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkInvariants(t, reply, p)
+	}
+}
+
+// FuzzParse: no panic, no hang, invariants hold, same answer twice. The
+// seed corpus (golden replies, hostile replies, testdata/fuzz) runs in
+// every `go test`.
+func FuzzParse(f *testing.F) {
+	cases, _ := goldenCases(f, Name)
+	for _, c := range cases {
+		f.Add(c.Reply)
+	}
+	for _, r := range hostileReplies {
+		f.Add(r[:min(len(r), 4096)])
+	}
+	tools := typedTools(f)
+	f.Fuzz(func(t *testing.T, reply string) {
+		p, err := New().Parse(context.Background(), reply, tools)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkInvariants(t, reply, p)
+		again, _ := New().Parse(context.Background(), reply, tools)
+		if !reflect.DeepEqual(p, again) {
+			t.Fatalf("two parses of %q differ", reply)
+		}
+	})
+}
+
+// FuzzConvert types any value as each schema type: the result is valid
+// JSON or a reason, never both, never a panic.
+func FuzzConvert(f *testing.F) {
+	for _, r := range loadPyRows(f) {
+		f.Add(r.In)
+	}
+	props := map[string]json.RawMessage{}
+	for _, typ := range []string{"string", "integer", "number", "boolean", "object", "array", "null", "any"} {
+		props[typ] = json.RawMessage(`{"type": "` + typ + `"}`)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		for name := range props {
+			out, reason := convert(name, value, props)
+			if (reason == "") == (out == nil) || (out != nil && !json.Valid(out)) {
+				t.Fatalf("convert(%s, %q) = %s, %q", name, value, out, reason)
+			}
+		}
+	})
+}
+
+// isObject reports whether raw is exactly one JSON object (numbers of any
+// size allowed).
+func isObject(raw []byte) bool {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var obj map[string]any
+	if d.Decode(&obj) != nil || obj == nil {
+		return false
+	}
+	_, err := d.Token()
+	return err == io.EOF
+}
