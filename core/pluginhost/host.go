@@ -51,7 +51,8 @@ type Options struct {
 	// besides PATH, HOME and TMPDIR. A trailing * matches a prefix.
 	EnvAllow []string
 	// PluginEnv adds variables for one plugin, keyed by "<kind>-<name>",
-	// e.g. {"sandbox-ecs": {"AWS_*"}}.
+	// e.g. {"sandbox-ecs": {"AWS_*"}}. A plugin's config may add more in
+	// its "pass_env" list (see PassEnvKey).
 	PluginEnv map[string][]string
 	// Builtins are the plugins SelfExe serves with `plugin-serve`
 	// (nil = DefaultBuiltins).
@@ -318,7 +319,7 @@ func (h *Host) fingerprint(ctx context.Context, c candidate) Entry {
 	e.SHA256 = sum
 	info, ok := h.fp.info(sum, c.args)
 	if !ok {
-		in, err := h.start(ctx, c)
+		in, err := h.start(ctx, c, nil)
 		if err != nil {
 			return failed(err)
 		}

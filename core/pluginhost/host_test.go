@@ -259,23 +259,26 @@ func TestPluginEnvironmentIsAllowListed(t *testing.T) {
 	t.Setenv("AGENTENV_TEST_OPEN", "1")
 	ctx := ctxTimeout(t, 60*time.Second)
 	tests := []struct {
-		name  string
-		opts  func(*Options)
-		probe string
-		want  float64
+		name   string
+		opts   func(*Options)
+		probe  string
+		want   float64
+		config string
 	}{
-		{"host env is not inherited", nil, "env:AGENTENV_TEST_SECRET", 0},
-		{"PATH is passed", nil, "env:PATH", 1},
-		{"allowed by name", func(o *Options) { o.EnvAllow = []string{"AGENTENV_TEST_OPEN"} }, "env:AGENTENV_TEST_OPEN", 1},
-		{"allowed by name, others not", func(o *Options) { o.EnvAllow = []string{"AGENTENV_TEST_OPEN"} }, "env:AGENTENV_TEST_SECRET", 0},
-		{"allowed by prefix", func(o *Options) { o.EnvAllow = []string{"AGENTENV_TEST_*"} }, "env:AGENTENV_TEST_SECRET", 1},
-		{"allowed for this plugin", func(o *Options) { o.PluginEnv = map[string][]string{"reward-v": {"AGENTENV_TEST_SECRET"}} }, "env:AGENTENV_TEST_SECRET", 1},
-		{"allowed for another plugin", func(o *Options) { o.PluginEnv = map[string][]string{"reward-w": {"AGENTENV_TEST_SECRET"}} }, "env:AGENTENV_TEST_SECRET", 0},
+		{"host env is not inherited", nil, "env:AGENTENV_TEST_SECRET", 0, ""},
+		{"PATH is passed", nil, "env:PATH", 1, ""},
+		{"allowed by name", func(o *Options) { o.EnvAllow = []string{"AGENTENV_TEST_OPEN"} }, "env:AGENTENV_TEST_OPEN", 1, ""},
+		{"allowed by name, others not", func(o *Options) { o.EnvAllow = []string{"AGENTENV_TEST_OPEN"} }, "env:AGENTENV_TEST_SECRET", 0, ""},
+		{"allowed by prefix", func(o *Options) { o.EnvAllow = []string{"AGENTENV_TEST_*"} }, "env:AGENTENV_TEST_SECRET", 1, ""},
+		{"allowed for this plugin", func(o *Options) { o.PluginEnv = map[string][]string{"reward-v": {"AGENTENV_TEST_SECRET"}} }, "env:AGENTENV_TEST_SECRET", 1, ""},
+		{"allowed for another plugin", func(o *Options) { o.PluginEnv = map[string][]string{"reward-w": {"AGENTENV_TEST_SECRET"}} }, "env:AGENTENV_TEST_SECRET", 0, ""},
+		{"allowed by the plugin's config", nil, "env:AGENTENV_TEST_SECRET", 1, `{"pass_env": ["AGENTENV_TEST_SECRET"]}`},
+		{"config allows another", nil, "env:AGENTENV_TEST_SECRET", 0, `{"pass_env": ["AGENTENV_TEST_OPEN"]}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHost(t, dir, tc.opts)
-			r, err := h.Reward(ctx, "v", nil)
+			r, err := h.Reward(ctx, "v", json.RawMessage(tc.config))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -86,8 +86,9 @@ func (in *instance) kill() {
 
 // start launches the plugin c and checks it: handshake, dispense, Info
 // naming the kind and name the binary's file name promises, and a config
-// schema that compiles. The instance is not yet configured.
-func (h *Host) start(ctx context.Context, c candidate) (*instance, error) {
+// schema that compiles. The instance is not yet configured. passEnv names
+// host variables the plugin's config lets it have.
+func (h *Host) start(ctx context.Context, c candidate, passEnv []string) (*instance, error) {
 	if c.problem != "" {
 		return nil, errors.New(c.problem)
 	}
@@ -101,7 +102,7 @@ func (h *Host) start(ctx context.Context, c candidate) (*instance, error) {
 		timeout = max(time.Until(dl), time.Millisecond)
 	}
 	cmd := exec.Command(c.path, c.args...)
-	cmd.Env = h.pluginEnv(c.id())
+	cmd.Env = h.pluginEnv(c.id(), passEnv)
 	setProcAttr(cmd)
 	tail := &tailBuffer{max: 4096}
 	client := plugin.NewClient(&plugin.ClientConfig{
@@ -170,6 +171,24 @@ func sameName(info, file string) bool {
 	return fold.Replace(info) == fold.Replace(file)
 }
 
+// PassEnvKey is the configuration key through which a plugin's config
+// names host environment variables the plugin may have, e.g.
+// {"pass_env": ["AWS_REGION", "AWS_*"]}. The plugin's schema must accept it.
+const PassEnvKey = "pass_env"
+
+// passEnvOf reads the pass_env list of a configuration, if it has one.
+func passEnvOf(config json.RawMessage) []string {
+	var c map[string]json.RawMessage
+	if json.Unmarshal(config, &c) != nil {
+		return nil
+	}
+	var names []string
+	if json.Unmarshal(c[PassEnvKey], &names) != nil {
+		return nil
+	}
+	return names
+}
+
 // configure validates config against the plugin's schema and sends it.
 func (in *instance) configure(ctx context.Context, config json.RawMessage) error {
 	if err := in.schema.validate(config); err != nil {
@@ -186,8 +205,9 @@ func (in *instance) configure(ctx context.Context, config json.RawMessage) error
 
 // pluginEnv is the whole environment a plugin gets: the allow-listed host
 // variables, never the rest (the host may hold cloud credentials).
-func (h *Host) pluginEnv(id string) []string {
-	allow := append(append([]string{"PATH", "HOME", "TMPDIR"}, h.opts.EnvAllow...), h.opts.PluginEnv[id]...)
+func (h *Host) pluginEnv(id string, passEnv []string) []string {
+	allow := []string{"PATH", "HOME", "TMPDIR"}
+	allow = append(append(append(allow, h.opts.EnvAllow...), h.opts.PluginEnv[id]...), passEnv...)
 	var env []string
 	for _, kv := range h.environ() {
 		k, _, _ := strings.Cut(kv, "=")

@@ -223,14 +223,18 @@ func TestPluginEnv(t *testing.T) {
 			return []string{"PATH=/bin", "HOME=/h", "SECRET=x", "AWS_REGION=r", "LANG=C", "ECS_CLUSTER=c", "TMPDIR=/t", "LANGUAGE=en"}
 		}}
 	tests := []struct {
-		id   string
-		want string
+		id     string
+		config string
+		want   string
 	}{
-		{"reward-mean", "PATH=/bin HOME=/h AWS_REGION=r LANG=C TMPDIR=/t"},
-		{"sandbox-ecs", "PATH=/bin HOME=/h AWS_REGION=r LANG=C ECS_CLUSTER=c TMPDIR=/t"},
+		{"reward-mean", "", "PATH=/bin HOME=/h AWS_REGION=r LANG=C TMPDIR=/t"},
+		{"sandbox-ecs", "", "PATH=/bin HOME=/h AWS_REGION=r LANG=C ECS_CLUSTER=c TMPDIR=/t"},
+		{"sandbox-local", `{"pass_env": ["SECRET", "LANGU*"]}`, "PATH=/bin HOME=/h SECRET=x AWS_REGION=r LANG=C TMPDIR=/t LANGUAGE=en"},
+		{"sandbox-local", `{"pass_env": "SECRET"}`, "PATH=/bin HOME=/h AWS_REGION=r LANG=C TMPDIR=/t"},
+		{"sandbox-local", `[1]`, "PATH=/bin HOME=/h AWS_REGION=r LANG=C TMPDIR=/t"},
 	}
 	for _, tc := range tests {
-		if got := strings.Join(h.pluginEnv(tc.id), " "); got != tc.want {
+		if got := strings.Join(h.pluginEnv(tc.id, passEnvOf(json.RawMessage(tc.config))), " "); got != tc.want {
 			t.Errorf("pluginEnv(%s) = %q, want %q", tc.id, got, tc.want)
 		}
 	}

@@ -27,13 +27,19 @@ type plugin struct{ scale float64 }
 func (p *plugin) Info() sdk.Info {
 	return sdk.Info{Name: "v", Kind: sdk.KindReward, Version: version, ConfigSchema: json.RawMessage(`{
 		"type": "object",
-		"properties": {"scale": {"type": "number", "exclusiveMinimum": 0}},
+		"properties": {
+			"scale": {"type": "number", "exclusiveMinimum": 0},
+			"pass_env": {"type": "array", "items": {"type": "string"}}
+		},
 		"additionalProperties": false
 	}`)}
 }
 
 func (p *plugin) Configure(_ context.Context, config json.RawMessage) error {
-	var c struct{ Scale *float64 }
+	var c struct {
+		Scale   *float64
+		PassEnv []string `json:"pass_env"`
+	}
 	if err := json.Unmarshal(config, &c); err != nil {
 		return err
 	}
