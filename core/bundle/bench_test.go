@@ -73,7 +73,7 @@ func BenchmarkLoad100k(b *testing.B) {
 	dir := filepath.Join(b.TempDir(), "big")
 	genFamily(b, dir, n, 0)
 	seeds := filepath.Join(dir, "tasks", "day.seeds.jsonl")
-	var floor, load time.Duration
+	var floor, load, cpu time.Duration
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -85,9 +85,10 @@ func BenchmarkLoad100k(b *testing.B) {
 		floor += time.Since(start)
 		b.StartTimer()
 
-		start = time.Now()
+		start, cpu0 := time.Now(), cpuTime()
 		bd, err := Load(dir, Options{})
 		load += time.Since(start)
+		cpu += cpuTime() - cpu0
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -98,6 +99,7 @@ func BenchmarkLoad100k(b *testing.B) {
 	b.ReportMetric(load.Seconds()/float64(b.N), "s/load")
 	b.ReportMetric(floor.Seconds()/float64(b.N), "s/floor")
 	b.ReportMetric(float64(load)/float64(floor), "x-floor")
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/load")
 }
 
 func floorDecode(tb testing.TB, file string) int {

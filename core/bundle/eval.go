@@ -81,15 +81,16 @@ func loadEval(name, file string, cat *catalog, ps *problems) (evalSplit, bool) {
 		ps.add(file, keyLine(data, "tasks"), "\"tasks\" is empty: an eval needs at least one task")
 		return s, false
 	}
-	if cat.index == nil {
-		cat.index = make(map[string]bool, len(cat.ids))
-		for _, id := range cat.ids {
-			cat.index[id] = true
-		}
+	// One entry cannot repeat a task: skip the set (an eval of one glob
+	// over a big family is the common case).
+	var seen map[string]bool
+	if len(*f.Tasks) > 1 {
+		seen = map[string]bool{}
 	}
-	seen := map[string]bool{}
 	add := func(id string) {
-		if !seen[id] {
+		if seen == nil {
+			s.ids = append(s.ids, id)
+		} else if !seen[id] {
 			seen[id] = true
 			s.ids = append(s.ids, id)
 		}
@@ -101,7 +102,7 @@ func loadEval(name, file string, cat *catalog, ps *problems) (evalSplit, bool) {
 		case pat == "":
 			ps.add(file, line, "empty task id")
 		case !strings.ContainsAny(pat, `*?[\`):
-			if !cat.index[pat] {
+			if !cat.has(pat) {
 				ps.add(file, line, "%q names no task%s", pat, cat.familyHint(pat))
 				continue
 			}

@@ -221,6 +221,16 @@ type catalog struct {
 	index  map[string]bool // ids, built when an eval needs it
 }
 
+func (c *catalog) has(id string) bool {
+	if c.index == nil {
+		c.index = make(map[string]bool, len(c.ids))
+		for _, id := range c.ids {
+			c.index[id] = true
+		}
+	}
+	return c.index[id]
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

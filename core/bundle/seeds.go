@@ -24,7 +24,7 @@ type seedLine struct {
 // family this is most of the load time. It returns the lines and the union
 // of their keys (the names placeholders may use).
 func parseSeeds(file string, data []byte, ps *problems) ([]seedLine, map[string]bool) {
-	var lines []seedLine
+	lines := make([]seedLine, 0, bytes.Count(data, []byte("\n"))+1)
 	for n, start := 1, 0; start < len(data); n++ {
 		end := bytes.IndexByte(data[start:], '\n')
 		if end < 0 {
