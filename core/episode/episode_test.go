@@ -2,6 +2,7 @@ package episode_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -453,5 +454,47 @@ func TestScoresAreFinite(t *testing.T) {
 				t.Fatalf("grade %q: %v, %+v", text, err, obs)
 			}
 		})
+	}
+}
+
+func TestTwoEnvsInOneTask(t *testing.T) {
+	task := `[
+  {"id": "a", "type": "deploy_env", "env": "testenv"},
+  {"id": "b", "type": "deploy_env", "env": "other"},
+  {"id": "load_a", "type": "call_tool", "env": "testenv", "tool": "load_puzzle", "arguments": {"target": 2}},
+  {"id": "load_b", "type": "call_tool", "env": "other", "tool": "b_load_puzzle", "arguments": {"target": 5}},
+  {"id": "play", "type": "prompt_agent", "prompt": "Solve both."},
+  {"id": "grade_a", "type": "verify_tool", "env": "testenv", "tool": "grade"},
+  {"id": "grade_b", "type": "verify_tool", "env": "other", "tool": "b_grade"},
+  {"id": "notes", "type": "verify_command", "env": "other", "command": ["cat", "note.txt"]}
+]`
+	dir := bundleFiles(t, nil, map[string]string{
+		"tasks/both.json":     task,
+		"envs/other/env.toml": fmt.Sprintf("command = [%q]\nenv = { TESTENV_PREFIX = \"b_\" }\n", testenvBin),
+	})
+	r := newRig(t, dir, rigOptions{reward: true})
+	ep := r.play(episode.Request{TaskID: "both"})
+	obs := r.start(ep)
+	names := toolNames(obs.Tools)
+	if len(names) != 12 || names[0] != "add" || names[6] != "b_add" {
+		t.Fatalf("tools of two envs = %v", names)
+	}
+	// Each call goes to the env that serves the tool.
+	obs = r.step(ep, call("add", map[string]any{"n": 2})+call("b_add", map[string]any{"n": 4})+call("b_write_note", map[string]any{"text": "0.5"}))
+	if got := contents(obs.Messages); !reflect.DeepEqual(got, []string{"tool: 2", "tool: 4", "tool: written"}) {
+		t.Fatalf("routed calls: %q", got)
+	}
+	obs = r.step(ep, "done")
+	want := map[string]float64{"score/grade_a": 1, "score/grade_b": 0, "score/notes": 0.5}
+	for k, v := range want {
+		if obs.Metrics[k] != v {
+			t.Errorf("%s = %v, want %v", k, obs.Metrics[k], v)
+		}
+	}
+	if *obs.Reward != 0.5 {
+		t.Fatalf("reward = %v, want the mean 0.5", *obs.Reward)
+	}
+	if r.driver.deploys.Load() != 2 {
+		t.Fatalf("%d deploys, want 2", r.driver.deploys.Load())
 	}
 }

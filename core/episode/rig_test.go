@@ -90,7 +90,7 @@ func (d *countingDriver) Deploy(ctx context.Context, spec sandbox.Spec) (sandbox
 // rig is an engine over a bundle, with the sandbox and reward plugins
 // running as subprocesses.
 type rig struct {
-	t      *testing.T
+	t      testing.TB
 	engine *episode.Engine
 	driver *countingDriver
 	bundle *bundle.Bundle
@@ -102,7 +102,7 @@ type rigOptions struct {
 	tune       func(*episode.Config)
 }
 
-func newRig(t *testing.T, dir string, opts rigOptions) *rig {
+func newRig(t testing.TB, dir string, opts rigOptions) *rig {
 	t.Helper()
 	b, err := bundle.Load(dir, bundle.Options{})
 	if err != nil {
@@ -199,7 +199,7 @@ func call(name string, args any) string {
 
 // bundleFiles writes a bundle whose env "testenv" runs the test env with
 // vars, plus files (path → content), and returns its folder.
-func bundleFiles(t *testing.T, vars map[string]string, files map[string]string) string {
+func bundleFiles(t testing.TB, vars map[string]string, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	env := fmt.Sprintf("command = [%q]\n", testenvBin)
@@ -244,7 +244,7 @@ func puzzleTask(target, start int, extra ...string) string {
 }
 
 // toolFormats serves hermes from its plugin binary, launched on first use.
-func toolFormats(t *testing.T) func(string) (toolformat.Parser, error) {
+func toolFormats(t testing.TB) func(string) (toolformat.Parser, error) {
 	var once sync.Once
 	var hermes *toolformat.Client
 	return func(name string) (toolformat.Parser, error) {

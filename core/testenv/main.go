@@ -12,6 +12,7 @@
 //	TESTENV_GRADE_ERROR=1   grade reports a tool error
 //	TESTENV_GRADE_TEXT=s    grade answers s instead of a number
 //	TESTENV_PAGE_SIZE=n     list tools n per page
+//	TESTENV_PREFIX=p        prefix every tool name with p (two envs in one task)
 package main
 
 import (
@@ -78,15 +79,17 @@ func newServer(p *puzzle) *mcp.Server {
 		opts.PageSize = n
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "testenv", Version: "1"}, opts)
+	prefix := os.Getenv("TESTENV_PREFIX")
+	tool := func(name, desc string) *mcp.Tool { return &mcp.Tool{Name: prefix + name, Description: desc} }
 
-	mcp.AddTool(s, &mcp.Tool{Name: "load_puzzle", Description: "Set up the puzzle (setup step)."},
+	mcp.AddTool(s, tool("load_puzzle", "Set up the puzzle (setup step)."),
 		func(_ context.Context, _ *mcp.CallToolRequest, in loadIn) (*mcp.CallToolResult, any, error) {
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			p.loaded, p.target, p.value, p.guessed = true, in.Target, in.Start, false
 			return text("puzzle loaded: start at %d", in.Start), nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "Add n to the current value; returns the new value."},
+	mcp.AddTool(s, tool("add", "Add n to the current value; returns the new value."),
 		func(_ context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, any, error) {
 			p.mu.Lock()
 			defer p.mu.Unlock()
@@ -100,7 +103,7 @@ func newServer(p *puzzle) *mcp.Server {
 			}
 			return text("%d", p.value), nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "guess", Description: "Guess the target."},
+	mcp.AddTool(s, tool("guess", "Guess the target."),
 		func(_ context.Context, _ *mcp.CallToolRequest, in guessIn) (*mcp.CallToolResult, any, error) {
 			p.mu.Lock()
 			defer p.mu.Unlock()
@@ -116,29 +119,29 @@ func newServer(p *puzzle) *mcp.Server {
 			p.guessed = true
 			return text("correct"), nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo text back."},
+	mcp.AddTool(s, tool("echo", "Echo text back."),
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 			return text("%s", in.Text), nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "write_note", Description: "Write text to note.txt."},
+	mcp.AddTool(s, tool("write_note", "Write text to note.txt."),
 		func(_ context.Context, _ *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, any, error) {
 			if err := os.WriteFile("note.txt", []byte(in.Text), 0o644); err != nil {
 				return nil, nil, err
 			}
 			return text("written"), nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Sleep, then answer (to test deadlines)."},
+	mcp.AddTool(s, tool("sleep", "Sleep, then answer (to test deadlines)."),
 		func(ctx context.Context, _ *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
 			// Deliberately ignores ctx: a hung env does not listen to cancellation.
 			time.Sleep(time.Duration(in.Seconds * float64(time.Second)))
 			return text("slept"), nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exit at once (to test env crashes)."},
+	mcp.AddTool(s, tool("crash", "Exit at once (to test env crashes)."),
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
 			os.Exit(3)
 			return nil, nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "grade", Description: "Score the episode: 1 when the value or a guess hit the target, else 0."},
+	mcp.AddTool(s, tool("grade", "Score the episode: 1 when the value or a guess hit the target, else 0."),
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
 			if os.Getenv("TESTENV_GRADE_ERROR") == "1" {
 				return nil, nil, errors.New("grader broke")
