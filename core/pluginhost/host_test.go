@@ -1,13 +1,17 @@
 package pluginhost
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentenv/agentenv/sdk"
 )
@@ -287,4 +291,43 @@ func TestPluginEnvironmentIsAllowListed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A plugin's hclog lines land in the host's log under the plugin's name.
+func TestPluginLogsReachHostLog(t *testing.T) {
+	dir := t.TempDir()
+	install(t, rewardV(t, "v7"), dir, "agentenv-reward-v")
+	var buf syncBuffer
+	h := newHost(t, dir, func(o *Options) {
+		o.Logger = hclog.New(&hclog.LoggerOptions{Name: "agentenv", Output: &buf, Level: hclog.Info})
+	})
+	ctx := ctxTimeout(t, 60*time.Second)
+	if _, err := h.Reward(ctx, "v", json.RawMessage(`{"scale": 2}`)); err != nil {
+		t.Fatal(err)
+	}
+	want := "[INFO]  agentenv.plugins.reward-v: configured: scale=2 version=v7"
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(buf.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("host log lacks %q:\n%s", want, buf.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -16,11 +16,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/agentenv/agentenv/sdk"
 	"github.com/agentenv/agentenv/sdk/reward"
 )
 
 var version = "v0"
+
+// logger writes JSON lines to stderr, which the host re-logs under the
+// plugin's name.
+var logger = hclog.New(&hclog.LoggerOptions{JSONFormat: true, Output: os.Stderr, Level: hclog.Trace})
 
 type plugin struct{ scale float64 }
 
@@ -46,6 +52,7 @@ func (p *plugin) Configure(_ context.Context, config json.RawMessage) error {
 	if c.Scale != nil {
 		p.scale = *c.Scale
 	}
+	logger.Info("configured", "scale", p.scale, "version", version)
 	return nil
 }
 
