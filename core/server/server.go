@@ -144,6 +144,8 @@ func New(opts Options) (*Server, error) {
 	s.upgrader = websocket.Upgrader{
 		ReadBufferSize:  4096,
 		WriteBufferSize: 4096,
+		// Idle sessions hold no write buffer; one is taken per write.
+		WriteBufferPool: &sync.Pool{},
 		// Trainers are not browsers; the token is what guards the socket.
 		CheckOrigin: func(*http.Request) bool { return true },
 		Error: func(w http.ResponseWriter, _ *http.Request, status int, reason error) {

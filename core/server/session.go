@@ -36,9 +36,10 @@ type session struct {
 	frames   chan frame
 	readDone chan struct{}
 
-	mu      sync.Mutex // guards ep, which Shutdown reads to abort
+	mu      sync.Mutex // guards ep, which Shutdown reads to abort, and pinger
 	ep      episode.Episode
 	aborted bool
+	pinger  *time.Timer
 
 	// Episode bookkeeping, touched only by run.
 	epID, taskID string
@@ -75,7 +76,15 @@ func (s *session) run() {
 	s.lastActive = time.Now()
 	s.log.Debug("session opened")
 	go s.readLoop()
-	go s.pingLoop()
+	// A timer, not a goroutine, sends the pings: idle sessions stay cheap.
+	s.mu.Lock()
+	s.pinger = time.AfterFunc(s.srv.opts.PingInterval, s.ping)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.pinger.Stop()
+		s.mu.Unlock()
+	}()
 
 	var idle <-chan time.Time
 	var timer *time.Timer
@@ -176,19 +185,17 @@ func (s *session) readLoop() {
 	}
 }
 
-func (s *session) pingLoop() {
-	t := time.NewTicker(s.srv.opts.PingInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-t.C:
-			if err := s.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(s.srv.opts.WriteTimeout)); err != nil {
-				return
-			}
-		}
+// ping sends one ping and schedules the next.
+func (s *session) ping() {
+	if s.ctx.Err() != nil {
+		return
 	}
+	if err := s.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(s.srv.opts.WriteTimeout)); err != nil {
+		return // the read deadline will end the session
+	}
+	s.mu.Lock()
+	s.pinger.Reset(s.srv.opts.PingInterval)
+	s.mu.Unlock()
 }
 
 // handle answers one frame; false ends the session.

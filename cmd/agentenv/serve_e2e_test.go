@@ -1,0 +1,277 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+const e2eToken = "e2e-token-9f8e7d"
+
+// The main job: serve GridSim with the process sandbox and a token, play
+// a day by hand (agentenv play) and as OpenEnv's client would, then stop
+// with SIGTERM: exit 0, nothing left.
+func TestServeGridsimEndToEnd(t *testing.T) {
+	state := t.TempDir()
+	addr := freeAddr(t)
+	s := startServe(t, gridsimBundle, addr, state, []string{"E2E_TOKEN=" + e2eToken}, "--token-var", "E2E_TOKEN")
+
+	// Token: 401 without it, on HTTP and on the upgrade; /health is open.
+	for _, path := range []string{"/metadata", "/splits", "/metrics", "/ws"} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 401 {
+			t.Errorf("%s without token: %d", path, resp.StatusCode)
+		}
+	}
+	if _, resp, err := websocket.DefaultDialer.Dial("ws://"+addr+"/ws", nil); err == nil || resp.StatusCode != 401 {
+		t.Errorf("upgrade without token: %v", err)
+	}
+	if strings.Contains(s.log.String(), e2eToken) {
+		t.Fatal("the token appears in the server's log")
+	}
+
+	// OpenEnv GenericEnvClient's exchange, byte for byte.
+	c := dialServe(t, addr, e2eToken)
+	final, err := playIdleDay(c, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := final["observation"].(map[string]any)
+	metrics := obs["metrics"].(map[string]any)
+	if final["done"] != true || final["reward"] != 0.2 || metrics["score/grade"] != 0.2 || metrics["tool_calls"] != 1.0 || obs["task_id"] != "day/eval-001" {
+		t.Fatalf("final observation: %v", final)
+	}
+	if typ, st, _ := c.call(`{"type": "state"}`); typ != "state" || st["step_count"] != 2.0 || st["done"] != true {
+		t.Fatalf("state: %s %v", typ, st)
+	}
+	c.conn.WriteMessage(websocket.TextMessage, []byte(`{"type": "close"}`))
+	if _, _, err := c.conn.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
+		t.Fatalf("after close: %v", err)
+	}
+
+	// The quickstart: agentenv play with the replies piped in.
+	play := exec.Command(agentenv(t), "play", "http://"+addr, "--split", "eval", "--index", "1", "--token-var", "E2E_TOKEN")
+	play.Env = append(play.Environ(), "E2E_TOKEN="+e2eToken)
+	play.Stdin = strings.NewReader(strings.ReplaceAll(strings.ReplaceAll(idleSchedule, `\n`, "\n"), `\"`, `"`) + "\n.\nDone.\n.\n")
+	out, err := play.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "submit_schedule") || !strings.Contains(string(out), "reward 0.2") {
+		t.Fatalf("agentenv play: %v\n%s", err, out)
+	}
+
+	text := metricsText(t, addr, e2eToken)
+	if metric(text, `agentenv_episodes_total{outcome="done"}`) != 2 || metric(text, `agentenv_episode_phase_seconds_count{phase="deploy"}`) != 2 {
+		t.Fatalf("metrics after two episodes:\n%s", text)
+	}
+	if code := s.signalAndWait(t, syscall.SIGTERM, 10*time.Second); code != 0 {
+		t.Fatalf("exit %d after SIGTERM:\n%s", code, s.log)
+	}
+	if left := stateFiles(t, state); len(left) != 0 {
+		t.Fatalf("sandboxes left after SIGTERM: %v", left)
+	}
+}
+
+// 64 concurrent episodes against --max-concurrent-envs 16: all complete,
+// never more than 16 live, and the queue shows in /metrics.
+func TestServeConcurrentEpisodesQueue(t *testing.T) {
+	state := t.TempDir()
+	addr := freeAddr(t)
+	s := startServe(t, gridsimBundle, addr, state, nil, "--max-concurrent-envs", "16")
+	var maxQueue, maxLive float64
+	stop, polled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(polled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			resp, err := http.Get("http://" + addr + "/metrics")
+			if err != nil {
+				continue
+			}
+			var b strings.Builder
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := resp.Body.Read(buf)
+				b.Write(buf[:n])
+				if err != nil {
+					break
+				}
+			}
+			resp.Body.Close()
+			maxQueue = max(maxQueue, metric(b.String(), "agentenv_reset_queue_depth"))
+			maxLive = max(maxLive, metric(b.String(), "agentenv_episodes_live"))
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := dialServe(t, addr, "")
+			final, err := playIdleDay(c, i)
+			if err == nil && final["reward"] != 0.2 {
+				err = fmt.Errorf("episode %d: reward %v", i, final["reward"])
+			}
+			if err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-polled
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	text := metricsText(t, addr, "")
+	if done := metric(text, `agentenv_episodes_total{outcome="done"}`); done != 64 {
+		t.Errorf("%v episodes done, want 64", done)
+	}
+	if maxQueue < 1 || maxLive > 16 {
+		t.Errorf("max queue depth %v, max live %v: want a queue and at most 16 live", maxQueue, maxLive)
+	}
+	if code := s.signalAndWait(t, syscall.SIGTERM, 10*time.Second); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, s.log)
+	}
+}
+
+// SIGTERM with 32 live episodes: each session is told SHUTTING_DOWN, every
+// env process is gone within 10 s, and the server exits 0.
+func TestServeSigtermTearsDownLiveEpisodes(t *testing.T) {
+	state := t.TempDir()
+	addr := freeAddr(t)
+	s := startServe(t, gridsimBundle, addr, state, nil)
+	clients := make([]*e2eClient, 32)
+	var wg sync.WaitGroup
+	for i := range clients {
+		clients[i] = dialServe(t, addr, "")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if typ, d, err := clients[i].call(`{"type":"reset","data":{"split":"train","index":` + strconv.Itoa(i) + `}}`); err != nil || typ != "observation" {
+				t.Errorf("reset %d: %s %v %v", i, typ, d, err)
+			}
+		}()
+	}
+	wg.Wait()
+	procs := stateFiles(t, state)
+	if len(procs) != 32 {
+		t.Fatalf("%d env processes for 32 live episodes", len(procs))
+	}
+	start := time.Now()
+	if code := s.signalAndWait(t, syscall.SIGTERM, 10*time.Second); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, s.log)
+	}
+	for _, p := range procs {
+		if alive(p.PID) {
+			t.Errorf("env process %d alive %s after SIGTERM", p.PID, time.Since(start))
+		}
+	}
+	if left := stateFiles(t, state); len(left) != 0 {
+		t.Errorf("%d state files left", len(left))
+	}
+	for i, c := range clients {
+		c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, b, err := c.conn.ReadMessage()
+		if err != nil || !strings.Contains(string(b), `"code":"SHUTTING_DOWN"`) {
+			t.Errorf("client %d: %s %v, want SHUTTING_DOWN", i, b, err)
+		}
+	}
+}
+
+// SIGKILL leaves env processes behind; the next serve of the same bundle
+// on the same address reaps every one before serving.
+func TestServeRestartReapsAfterSigkill(t *testing.T) {
+	state := t.TempDir()
+	addr := freeAddr(t)
+	s := startServe(t, gridsimBundle, addr, state, nil)
+	for i := range 6 {
+		c := dialServe(t, addr, "")
+		c.observation(`{"type":"reset","data":{"split":"all","index":` + strconv.Itoa(i) + `}}`)
+	}
+	procs := stateFiles(t, state)
+	if len(procs) != 6 {
+		t.Fatalf("%d env processes for 6 live episodes", len(procs))
+	}
+	s.signalAndWait(t, syscall.SIGKILL, 10*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	orphans := 0
+	for _, p := range procs {
+		if alive(p.PID) {
+			orphans++
+		}
+	}
+	if orphans == 0 {
+		t.Fatal("SIGKILL left no env process: nothing to reap, the test proves nothing")
+	}
+	again := startServe(t, gridsimBundle, addr, state, nil)
+	for _, p := range procs {
+		if alive(p.PID) {
+			t.Errorf("env process %d survived the restart", p.PID)
+		}
+	}
+	if left := stateFiles(t, state); len(left) != 0 {
+		t.Errorf("state files left after the restart: %v", left)
+	}
+	if !strings.Contains(again.log.String(), "reaped sandboxes an earlier run left behind") {
+		t.Errorf("restart did not log the reaping:\n%s", again.log)
+	}
+	if code := again.signalAndWait(t, syscall.SIGTERM, 10*time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+}
+
+// A bad start is refused with the reason, before serving anything.
+func TestServeRefusesBadStart(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	busy := ln.Addr().String()
+	cases := []struct {
+		name   string
+		bundle string
+		env    []string
+		args   []string
+		want   string
+	}{
+		{"missing bundle", "./no-such-bundle", nil, nil, "no-such-bundle"},
+		{"several scores and no reward", "../../core/bundle/testdata/verifiers", nil, nil, "task scored has several verifier steps"},
+		{"reward step missing", gridsimBundle, nil, []string{"--reward", "score:nope"}, `no verifier step "nope"`},
+		{"empty token variable", gridsimBundle, nil, []string{"--token-var", "E2E_UNSET_TOKEN"}, "E2E_UNSET_TOKEN"},
+		{"no capacity", gridsimBundle, nil, []string{"--max-concurrent-envs", "0"}, "at least 1"},
+		{"unknown sandbox", gridsimBundle, nil, []string{"--sandbox", "nosuch"}, `sandbox "nosuch"`},
+		{"bad sandbox config", gridsimBundle, nil, []string{"--sandbox-config", "colour=blue"}, "colour"},
+		{"unknown reward plugin", gridsimBundle, nil, []string{"--reward", "median"}, `reward "median"`},
+		{"port in use", gridsimBundle, nil, []string{"--addr", busy}, "address already in use"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"serve", tc.bundle, "--addr", "127.0.0.1:0", "--sandbox-config", "state_dir=" + t.TempDir()}, tc.args...)
+			cmd := exec.Command(agentenv(t), args...)
+			cmd.Env = append(cmd.Environ(), tc.env...)
+			out, err := cmd.CombinedOutput()
+			if err == nil || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("got %v, want a refusal with %q:\n%s", err, tc.want, out)
+			}
+		})
+	}
+}
