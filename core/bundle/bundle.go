@@ -58,7 +58,7 @@ type Bundle struct {
 // Env is envs/<name>/env.toml.
 type Env struct {
 	Name     string
-	Dir      string // the env's folder; Command and Build run here
+	Dir      string // the env's folder, absolute; Command and Build run here
 	File     string // path of env.toml
 	Image    string
 	Command  []string

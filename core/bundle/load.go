@@ -55,6 +55,11 @@ func Load(dir string, opts Options) (*Bundle, error) {
 	}
 
 	b.Envs = loadEnvs(dir, ps)
+	// Problems name files as the user wrote the path; an env's folder is
+	// absolute because sandboxes run it from elsewhere.
+	for _, env := range b.Envs {
+		env.Dir = filepath.Join(abs, "envs", env.Name)
+	}
 	cat := &catalog{seeded: map[string]bool{}}
 	b.Tasks = loadTasks(dir, b.Envs, cat, ps)
 	evals := loadEvals(dir, cat, ps)
