@@ -65,61 +65,55 @@ func readCall(body string, closed bool) (toolformat.Call, string) {
 	if strings.Trim(body, jsonSpace) == "" {
 		return toolformat.Call{}, `empty <tool_call>: write {"name": "TOOL", "arguments": {...}} inside it` + unclosed
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(body), &fields); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			return toolformat.Call{}, fmt.Sprintf(`the tool call must be a JSON object {"name": ..., "arguments": {...}}, got %s`, article(typeErr.Value))
-		}
-		return toolformat.Call{}, jsonReason(body, len(openTag), err) + unclosed
+	raw := []byte(body)
+	if !json.Valid(raw) {
+		var v any
+		return toolformat.Call{}, jsonReason(body, len(openTag), json.Unmarshal(raw, &v)) + unclosed
 	}
-	if fields == nil { // the JSON was `null`
-		return toolformat.Call{}, `the tool call must be a JSON object {"name": ..., "arguments": {...}}, got null`
+	fields, kind := objectFields(raw)
+	if kind != "object" {
+		return toolformat.Call{}, fmt.Sprintf(`the tool call must be a JSON object {"name": ..., "arguments": {...}}, got %s`, article(kind))
 	}
 
-	rawName, ok := fields["name"]
-	if !ok {
+	rawName := fields.name
+	if rawName == nil {
 		return toolformat.Call{}, `the tool call has no "name": write {"name": "TOOL", "arguments": {...}}`
 	}
 	var name string
-	if err := json.Unmarshal(rawName, &name); err != nil {
+	if kindOf(rawName) != "string" || json.Unmarshal(rawName, &name) != nil {
 		return toolformat.Call{}, fmt.Sprintf(`"name" must be a string, got %s`, article(kindOf(rawName)))
 	}
 	if name == "" {
 		return toolformat.Call{}, `"name" is empty: write the name of the tool to call`
 	}
 
-	rawArgs, ok := fields["arguments"]
-	if !ok {
+	rawArgs := fields.arguments
+	if rawArgs == nil {
 		hint := `; write "arguments": {} for a tool that takes none`
-		if _, has := fields["parameters"]; has {
+		if fields.hasParameters {
 			hint = `; the key is "arguments", not "parameters"`
 		}
 		return toolformat.Call{}, fmt.Sprintf(`call to %q has no "arguments"%s`, name, hint)
 	}
-	args := []byte(rawArgs)
+	args := rawArgs
 	// Models sometimes write the arguments as a JSON string holding the
 	// object; vLLM decodes it, and so do we.
 	if kindOf(rawArgs) == "string" {
 		var s string
-		_ = json.Unmarshal(rawArgs, &s) // valid: it was decoded above
-		var check json.RawMessage
-		if err := json.Unmarshal([]byte(s), &check); err != nil {
+		_ = json.Unmarshal(rawArgs, &s) // valid: the whole call was
+		if !json.Valid([]byte(s)) {
+			var v any
 			return toolformat.Call{}, fmt.Sprintf(`call to %q: "arguments" is a string but not a JSON object inside: %s`,
-				name, jsonReason(s, 0, err))
+				name, jsonReason(s, 0, json.Unmarshal([]byte(s), &v)))
 		}
-		args = []byte(s)
+		args = bytes.Trim([]byte(s), jsonSpace)
 	}
 	if k := kindOf(args); k != "object" {
 		return toolformat.Call{}, fmt.Sprintf(`call to %q: "arguments" must be a JSON object, got %s`, name, article(k))
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, args); err != nil {
-		// Unreachable for JSON that json.Unmarshal accepted; kept as a
-		// reason rather than a panic.
-		return toolformat.Call{}, fmt.Sprintf(`call to %q: invalid arguments: %v`, name, err)
-	}
-	return toolformat.Call{Name: name, Arguments: compact.Bytes()}, ""
+	// The arguments go on as the model wrote them (whitespace and all):
+	// valid JSON, and closer to vLLM's json.dumps than a re-encoding.
+	return toolformat.Call{Name: name, Arguments: args}, ""
 }
 
 // kindOf names the JSON type of valid JSON text.

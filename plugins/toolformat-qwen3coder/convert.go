@@ -11,47 +11,69 @@ import (
 	"github.com/agentenv/agentenv/sdk/toolformat"
 )
 
-// properties returns the parameter schemas vLLM types values with: the
-// first tool of that name's parameters.properties, or, when there is no
-// properties key, the parameters object itself (vLLM reads it that way).
-// nil means every value stays a string.
-func properties(tools []toolformat.Tool, name string) map[string]json.RawMessage {
+// schemaIndex is what a tool's schema says about each parameter: the
+// branch of vLLM's conversion its type takes. A nil index (a tool not in
+// the request) leaves every value a string.
+type schemaIndex map[string]typeClass
+
+// indexTools returns the index for the first tool named name, as vLLM's
+// _get_arguments_config finds it: parameters.properties, or, with no
+// properties key, the parameters object itself.
+func indexTools(tools []toolformat.Tool, name string) schemaIndex {
 	for _, t := range tools {
-		if t.Name != name {
-			continue
+		if t.Name == name {
+			return indexSchema(t.Parameters)
 		}
-		var params map[string]json.RawMessage
-		if json.Unmarshal(t.Parameters, &params) != nil {
-			return nil
-		}
-		raw, ok := params["properties"]
-		if !ok {
-			return params
-		}
-		var props map[string]json.RawMessage
-		if json.Unmarshal(raw, &props) != nil {
-			return nil
-		}
-		return props
 	}
 	return nil
 }
 
-// schemaType is vLLM's str(schema["type"]).strip().lower(), or "string"
-// when the schema is not an object or has no type. A non-string type (a
-// list such as ["integer", "null"]) is returned as "other": Python's str()
-// of it starts with a bracket and matches no named type.
-func schemaType(schema json.RawMessage) string {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(schema, &fields) != nil || fields == nil {
-		return "string"
+// indexSchema reads a tool's parameters schema: parameters.properties,
+// or, with no properties key, the parameters object itself (vLLM reads it
+// that way). Anything but an object leaves every value a string.
+func indexSchema(parameters json.RawMessage) schemaIndex {
+	if !json.Valid(parameters) {
+		return nil
 	}
-	raw, ok := fields["type"]
-	if !ok {
+	config, hasProps := []byte(parameters), false
+	if !objectMembers(parameters, func(k string, v []byte) {
+		if k == "properties" {
+			config, hasProps = v, true
+		}
+	}) {
+		return nil
+	}
+	idx := schemaIndex{}
+	if !objectMembers(config, func(name string, schema []byte) { idx[name] = classify(schemaType(schema)) }) && hasProps {
+		return nil
+	}
+	return idx
+}
+
+// schemaType is vLLM's str(schema["type"]).strip().lower(), or "string"
+// when the schema is not an object or has no type.
+func schemaType(schema []byte) string {
+	var typ []byte
+	objectMembers(schema, func(k string, v []byte) {
+		if k == "type" {
+			typ = v
+		}
+	})
+	return typeName(typ)
+}
+
+// typeName reads a schema's "type" value: absent is "string"; a string is
+// stripped and lowered; anything else (a list such as ["integer", "null"])
+// is "other": Python's str() of it starts with a bracket and matches no
+// named type.
+func typeName(raw []byte) string {
+	if raw == nil {
 		return "string"
 	}
 	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && !bytes.ContainsAny(raw, "\\\x00") {
+		s = string(raw[1 : n-1]) // no escapes to decode
+	} else if json.Unmarshal(raw, &s) != nil {
 		return "other"
 	}
 	return strings.ToLower(pyStrip(s))
@@ -96,16 +118,12 @@ func classify(t string) typeClass {
 // value, the same value comes back. Where vLLM cannot read it as its type
 // (it passes the raw text on, turns a non-boolean into false, or fails the
 // whole reply), reason says why and the call is returned unparsed.
-func convert(name, value string, props map[string]json.RawMessage) (json.RawMessage, string) {
+func convert(name, value string, idx schemaIndex) (json.RawMessage, string) {
 	if strings.EqualFold(value, "null") {
 		return json.RawMessage("null"), ""
 	}
-	schema, ok := props[name]
-	if !ok {
-		return appendJSONString(nil, value), ""
-	}
-	class := classify(schemaType(schema))
-	if class == classString {
+	class, ok := idx[name]
+	if !ok || class == classString {
 		return appendJSONString(nil, value), ""
 	}
 	// The Qwen3-Coder template renders None as "None"; newer vLLM reads it

@@ -104,13 +104,19 @@ func FuzzConvert(f *testing.F) {
 	for _, r := range loadPyRows(f) {
 		f.Add(r.In)
 	}
-	props := map[string]json.RawMessage{}
-	for _, typ := range []string{"string", "integer", "number", "boolean", "object", "array", "null", "any"} {
-		props[typ] = json.RawMessage(`{"type": "` + typ + `"}`)
+	types := []string{"string", "integer", "number", "boolean", "object", "array", "null", "any"}
+	props := map[string]any{}
+	for _, typ := range types {
+		props[typ] = map[string]string{"type": typ}
+	}
+	schema, _ := json.Marshal(map[string]any{"properties": props})
+	idx := indexSchema(schema)
+	if len(idx) != len(types) {
+		f.Fatalf("index of %s = %v", schema, idx)
 	}
 	f.Fuzz(func(t *testing.T, value string) {
-		for name := range props {
-			out, reason := convert(name, value, props)
+		for _, name := range types {
+			out, reason := convert(name, value, idx)
 			if (reason == "") == (out == nil) || (out != nil && !json.Valid(out)) {
 				t.Fatalf("convert(%s, %q) = %s, %q", name, value, out, reason)
 			}

@@ -130,33 +130,37 @@ func dictKey(k pyValue) (id, text string, err error) {
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
+	safe := 0 // s[safe:i] is copied as is
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c >= utf8.RuneSelf {
 			r, size := utf8.DecodeRuneInString(s[i:])
 			if r == utf8.RuneError && size == 1 {
-				b = append(b, "\ufffd"...)
-			} else {
-				b = append(b, s[i:i+size]...)
+				b = append(append(b, s[safe:i]...), "\ufffd"...)
+				safe = i + 1
 			}
 			i += size
 			continue
 		}
-		switch {
-		case c == '"' || c == '\\':
+		if c >= 0x20 && c != '"' && c != '\\' {
+			i++
+			continue
+		}
+		b = append(b, s[safe:i]...)
+		switch c {
+		case '"', '\\':
 			b = append(b, '\\', c)
-		case c == '\n':
+		case '\n':
 			b = append(b, '\\', 'n')
-		case c == '\r':
+		case '\r':
 			b = append(b, '\\', 'r')
-		case c == '\t':
+		case '\t':
 			b = append(b, '\\', 't')
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		default:
-			b = append(b, c)
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		}
 		i++
+		safe = i
 	}
-	return append(b, '"')
+	return append(append(b, s[safe:]...), '"')
 }

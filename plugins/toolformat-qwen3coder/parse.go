@@ -93,6 +93,8 @@ type reader struct {
 	text  string
 	tools []toolformat.Tool
 	out   toolformat.Parsed
+	// schemas indexes each called tool's schema once per parse.
+	schemas map[string]schemaIndex
 	// Cached searches: the scan only moves forward, so each finder reads
 	// the reply once and a hostile reply cannot make parsing quadratic.
 	funcOpen, funcClose, paramOpen, paramClose finder
@@ -100,7 +102,7 @@ type reader struct {
 
 func newReader(text string, tools []toolformat.Tool, content string) *reader {
 	return &reader{
-		text: text, tools: tools, out: toolformat.Parsed{Content: content},
+		text: text, tools: tools, out: toolformat.Parsed{Content: content}, schemas: map[string]schemaIndex{},
 		funcOpen: newFinder(text, funcOpen), funcClose: newFinder(text, funcClose),
 		paramOpen: newFinder(text, paramOpen), paramClose: newFinder(text, paramClose),
 	}
@@ -214,7 +216,11 @@ func (r *reader) readFunction(start int, inner span, end int) int {
 		r.unparsed(whole, reason)
 		return end
 	}
-	props := properties(r.tools, name)
+	idx, ok := r.schemas[name]
+	if !ok {
+		idx = indexTools(r.tools, name)
+		r.schemas[name] = idx
+	}
 	args := newArgs()
 	var problems []string
 	for _, p := range params {
@@ -230,7 +236,7 @@ func (r *reader) readFunction(start int, inner span, end int) int {
 		value := r.text[p.value.start:p.value.end]
 		value = strings.TrimPrefix(value, "\n")
 		value = strings.TrimSuffix(value, "\n")
-		v, reason := convert(pname, value, props)
+		v, reason := convert(pname, value, idx)
 		if reason != "" {
 			problems = append(problems, reason)
 			continue
