@@ -124,7 +124,7 @@ func convert(name, value string, idx schemaIndex) (json.RawMessage, string) {
 	}
 	class, ok := idx[name]
 	if !ok || class == classString {
-		return appendJSONString(nil, value), ""
+		return jsonString(value), ""
 	}
 	// The Qwen3-Coder template renders None as "None"; newer vLLM reads it
 	// back as null for every non-string type, and so do we.
@@ -165,7 +165,7 @@ func convert(name, value string, idx schemaIndex) (json.RawMessage, string) {
 			return out, ""
 		}
 	}
-	return appendJSONString(nil, value), ""
+	return jsonString(value), ""
 }
 
 // convertContainer reads an object or array value: JSON first, then a
@@ -248,4 +248,10 @@ func excerpt(src string, at int) string {
 		hi++
 	}
 	return strconv.Quote(src[lo:hi])
+}
+
+// jsonString encodes a raw value; most need no escapes, so the buffer is
+// sized for the value plus a little.
+func jsonString(v string) json.RawMessage {
+	return appendJSONString(make([]byte, 0, len(v)+len(v)/16+2), v)
 }

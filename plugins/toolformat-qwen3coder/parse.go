@@ -349,7 +349,12 @@ func (a *args) set(k string, v json.RawMessage) {
 }
 
 func (a *args) json() json.RawMessage {
-	b := []byte{'{'}
+	size := 2
+	for i, k := range a.keys {
+		size += len(k) + len(a.vals[i]) + 4
+	}
+	b := make([]byte, 1, size)
+	b[0] = '{'
 	for i, k := range a.keys {
 		if i > 0 {
 			b = append(b, ',')

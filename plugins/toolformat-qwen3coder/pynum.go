@@ -86,6 +86,10 @@ func pyInt(s string) (string, bool) {
 	if len(digits) > maxIntDigits { // int() counts leading zeros too
 		return "", false
 	}
+	if len(digits) <= 18 { // fits an int64: skip big.Int
+		n, err := strconv.ParseInt(t, 10, 64)
+		return strconv.FormatInt(n, 10), err == nil
+	}
 	n, ok := new(big.Int).SetString(t, 10)
 	if !ok {
 		return "", false
