@@ -28,11 +28,15 @@ const (
 //   - invalid UTF-8 becomes U+FFFD (vLLM decodes tokens the same way);
 //   - reasoning is removed: with a </think>, everything up to and
 //     including the first </think> (the <think> may be in the prompt, not
-//     the reply); with a <think> and no </think>, the reply was cut while
-//     thinking, so nothing after <think> is content, except that a
-//     <tool_call> followed by <function (Qwen3.5 may open a call without
-//     closing its reasoning) starts the content;
-//   - a reply with neither tag is returned unchanged.
+//     the reply); with a reply that starts with <think> and has no
+//     </think>, the reply was cut while thinking, so none of it is
+//     content, except that a <tool_call> followed by <function (Qwen3.5
+//     may open a call without closing its reasoning) starts the content;
+//   - anything else is returned unchanged.
+//
+// Unlike vLLM, a <think> opens reasoning only at the start of the reply
+// (after whitespace), so TrimReply can run twice (the host trims, then a
+// plugin does) without eating content that merely mentions <think>.
 func TrimReply(text string) string {
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, invalidRune)
@@ -50,16 +54,14 @@ func TrimReply(text string) string {
 			break
 		}
 	}
-	_, afterOpen, opened := strings.Cut(text, thinkOpen)
-	if opened {
-		text = afterOpen
-	}
 	if i := strings.Index(text, thinkClose); i >= 0 {
 		return text[i+thinkCloseLen:]
 	}
+	afterOpen, opened := strings.CutPrefix(strings.TrimLeftFunc(text, unicode.IsSpace), thinkOpen)
 	if !opened {
 		return text
 	}
+	text = afterOpen
 	// Cut while thinking: only a genuine tool call ends the reasoning.
 	if i := strings.Index(text, toolCallOpen); i >= 0 {
 		after := strings.TrimLeftFunc(text[i+len(toolCallOpen):], unicode.IsSpace)
