@@ -101,8 +101,12 @@ func FuzzParse(f *testing.F) {
 // FuzzConvert types any value as each schema type: the result is valid
 // JSON or a reason, never both, never a panic.
 func FuzzConvert(f *testing.F) {
-	for _, r := range loadPyRows(f) {
-		f.Add(r.In)
+	// The hand-picked CPython rows (short ones) seed it; the random rows
+	// only slow down the fuzzer's baseline.
+	for _, r := range loadPyRows(f)[:300] {
+		if len(r.In) <= 256 {
+			f.Add(r.In)
+		}
 	}
 	types := []string{"string", "integer", "number", "boolean", "object", "array", "null", "any"}
 	props := map[string]any{}
