@@ -180,6 +180,22 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 	if err != nil {
 		return err
 	}
+	// Build the envs now, so the first resets do not wait on a compiler.
+	prepCtx, prepCancel := context.WithCancel(context.Background())
+	defer prepCancel()
+	prepared := make(chan error, 1)
+	go func() { prepared <- engine.Prepare(prepCtx) }()
+	select {
+	case err := <-prepared:
+		if err != nil {
+			return fmt.Errorf("preparing the bundle's envs: %w", err)
+		}
+	case sig := <-sigs:
+		prepCancel()
+		<-prepared
+		log.Info("stopped before serving", "signal", sig.String())
+		return engine.Close(context.Background())
+	}
 	info, err := server.BundleInfo(b, version)
 	if err != nil {
 		return err

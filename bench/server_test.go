@@ -1,0 +1,469 @@
+package bench
+
+// Benchmarks of `agentenv serve` (the real binary, serving examples/gridsim
+// with the process sandbox), each against a floor measured in the same run.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentenv/agentenv/core/bundle"
+	"github.com/agentenv/agentenv/core/envclient"
+	"github.com/agentenv/agentenv/core/pluginhost"
+	"github.com/agentenv/agentenv/sdk/toolformat"
+)
+
+const gridsimDir = "../examples/gridsim"
+
+var idleReply = `<tool_call>\n{\"name\": \"submit_schedule\", \"arguments\": {\"schedule\": [0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}}\n</tool_call>`
+
+var (
+	buildOnce sync.Once
+	buildErr  error
+	binDir    string
+)
+
+// binaries builds agentenv and the bare echo server once per run.
+func binaries(b *testing.B) (agentenv, wsecho string) {
+	b.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "agentenv-bench")
+		if buildErr != nil {
+			return
+		}
+		for name, pkg := range map[string]string{
+			"agentenv": "github.com/agentenv/agentenv/cmd/agentenv",
+			"wsecho":   "github.com/agentenv/agentenv/bench/internal/wsecho",
+		} {
+			if out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, name), pkg).CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("build %s: %v\n%s", pkg, err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		b.Fatal(buildErr)
+	}
+	return filepath.Join(binDir, "agentenv"), filepath.Join(binDir, "wsecho")
+}
+
+func freePort(b *testing.B) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// process is a subprocess the benchmark stops (and waits for) at cleanup.
+type process struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+func start(b *testing.B, addr string, health string, name string, args ...string) *process {
+	b.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get("http://" + addr + health); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return &process{cmd: cmd, addr: addr}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.Fatalf("%s not healthy at %s", name, addr)
+	return nil
+}
+
+// serveGridsim runs agentenv serve on examples/gridsim.
+func serveGridsim(b *testing.B, extra ...string) *process {
+	agentenv, _ := binaries(b)
+	addr := freePort(b)
+	args := append([]string{"serve", gridsimDir, "--addr", addr, "--log-level", "warn",
+		"--sandbox-config", "state_dir=" + b.TempDir()}, extra...)
+	return start(b, addr, "/health", agentenv, args...)
+}
+
+type session struct{ conn *websocket.Conn }
+
+func dial(b *testing.B, addr string) *session {
+	b.Helper()
+	conn, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/ws", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	return &session{conn: conn}
+}
+
+// call sends frame and checks the reply is of type want.
+func (s *session) call(frame, want string) (map[string]any, error) {
+	if err := s.conn.WriteMessage(websocket.TextMessage, []byte(frame)); err != nil {
+		return nil, err
+	}
+	_, msg, err := s.conn.ReadMessage()
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		Type string         `json:"type"`
+		Data map[string]any `json:"data"`
+	}
+	if err := json.Unmarshal(msg, &r); err != nil {
+		return nil, err
+	}
+	if r.Type != want {
+		return nil, fmt.Errorf("got %s %v, want %s", r.Type, r.Data, want)
+	}
+	return r.Data, nil
+}
+
+// BenchmarkServerStep is one GridSim step through the server — a WebSocket
+// frame with a hermes tool call, parsed by the tool-format plugin, run on
+// the env over MCP, answered as a tool message — against the floor of the
+// same MCP tool call made directly on a GridSim env process.
+func BenchmarkServerStep(b *testing.B) {
+	srv := serveGridsim(b)
+	s := dial(b, srv.addr)
+	opening, err := s.call(`{"type":"reset","data":{"task_id":"day/eval-001"}}`, "observation")
+	if err != nil {
+		b.Fatal(err)
+	}
+	step := `{"type":"step","data":{"reply":"` + idleReply + `"}}`
+	must := func(_ map[string]any, err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	// The floor: the env binary the server built, run by hand, loaded with
+	// the same day, called with the same tool and arguments.
+	env, load := directEnv(b)
+	ctx := context.Background()
+	args := json.RawMessage(`{"schedule":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}`)
+	if _, err := env.CallTool(ctx, "load_day", load, 10*time.Second); err != nil {
+		b.Fatal(err)
+	}
+	direct := func() {
+		if res, err := env.CallTool(ctx, "submit_schedule", args, 10*time.Second); err != nil || res.IsError {
+			b.Fatalf("direct call: %v %v", err, res.Text)
+		}
+	}
+	for range 200 { // warm both paths
+		must(s.call(step, "observation"))
+		direct()
+	}
+	_, directP50, _ := perCall(2000, direct)
+	// Where the overhead goes: a protocol round trip through the same
+	// server (state: no episode work), and the reply's parse by the hermes
+	// plugin process with the same tools, as the engine makes it.
+	_, stateP50, _ := perCall(2000, func() { must(s.call(`{"type":"state"}`, "state")) })
+	parse := hermesParse(b, opening)
+	_, parseP50, _ := perCall(2000, parse)
+
+	b.ResetTimer()
+	_, p50, p99 := perCall(b.N, func() { must(s.call(step, "observation")) })
+	b.StopTimer()
+	b.ReportMetric(float64(p50.Microseconds())/1e3, "p50-ms")
+	b.ReportMetric(float64(p99.Microseconds())/1e3, "p99-ms")
+	b.ReportMetric(float64(directP50.Microseconds())/1e3, "direct-p50-ms")
+	b.ReportMetric(float64(p50-directP50)/1e6, "overhead-p50-ms")
+	b.ReportMetric(float64(stateP50.Microseconds())/1e3, "ws-roundtrip-p50-ms")
+	b.ReportMetric(float64(parseP50.Microseconds())/1e3, "plugin-parse-p50-ms")
+	b.ReportMetric(float64(p50)/float64(directP50), "x-direct-mcp")
+}
+
+// hermesParse returns one parse of the benchmark's reply by the hermes
+// plugin (a process of the agentenv binary, through the plugin host), with
+// the tools of the opening observation.
+func hermesParse(b *testing.B, opening map[string]any) func() {
+	b.Helper()
+	agentenv, _ := binaries(b)
+	h, err := pluginhost.New(pluginhost.Options{SelfExe: agentenv, CachePath: "-", Logger: hclog.NewNullLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { h.Close() })
+	ctx := context.Background()
+	p, err := h.ToolFormat(ctx, "hermes", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var tools []toolformat.Tool
+	obs, _ := opening["observation"].(map[string]any)
+	list, _ := obs["tools"].([]any)
+	for _, t := range list {
+		fn, _ := t.(map[string]any)["function"].(map[string]any)
+		params, _ := json.Marshal(fn["parameters"])
+		desc, _ := fn["description"].(string)
+		name, _ := fn["name"].(string)
+		tools = append(tools, toolformat.Tool{Name: name, Description: desc, Parameters: params})
+	}
+	if len(tools) == 0 {
+		b.Fatalf("no tools in the opening observation: %v", opening)
+	}
+	var reply string
+	json.Unmarshal([]byte(`"`+idleReply+`"`), &reply)
+	return func() {
+		if got, err := p.Parse(ctx, reply, tools); err != nil || len(got.Calls) != 1 {
+			b.Fatalf("parse: %+v %v", got, err)
+		}
+	}
+}
+
+// directEnv starts a GridSim env process by hand and connects to it; it
+// returns the client and the load_day arguments of task day/eval-001.
+func directEnv(b *testing.B) (*envclient.Client, json.RawMessage) {
+	b.Helper()
+	abs, _ := filepath.Abs(gridsimDir)
+	bd, err := bundle.Load(abs, bundle.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	task, err := bd.Task("day/eval-001")
+	if err != nil {
+		b.Fatal(err)
+	}
+	load := task.Step("load")
+	if load == nil {
+		b.Fatal("task day/eval-001 has no load step")
+	}
+	envDef := bd.Envs["gridsim"]
+	_, port, _ := net.SplitHostPort(freePort(b))
+	cmd := exec.Command(filepath.Join(envDef.Dir, envDef.Command[0]), envDef.Command[1:]...)
+	cmd.Dir = envDef.Dir
+	cmd.Env = append(os.Environ(), "AGENTENV_PORT="+port)
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := envclient.Connect(ctx, "http://127.0.0.1:"+port, envclient.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return c, load.Arguments
+}
+
+// BenchmarkServerEpisodes is whole GridSim episodes (reset: deploy a fresh
+// env process, load the day; a tool call; the final reply: grade, reward;
+// teardown) played by 8 concurrent sessions, against the floor of the same
+// work done directly: start the env process, connect, load, submit, grade,
+// kill.
+func BenchmarkServerEpisodes(b *testing.B) {
+	const workers = 8
+	srv := serveGridsim(b)
+	env, load := directEnv(b) // also makes sure the env binary is built
+	env.Close()
+	abs, _ := filepath.Abs(gridsimDir)
+	bd, err := bundle.Load(abs, bundle.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	envDef := bd.Envs["gridsim"]
+	args := json.RawMessage(`{"schedule":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}`)
+
+	// Ports handed to env processes are never handed out twice in the run:
+	// the kernel may offer a port again between our probe closing it and
+	// the env binding it.
+	var portMu sync.Mutex
+	used := map[string]bool{}
+	envPort := func() string {
+		portMu.Lock()
+		defer portMu.Unlock()
+		for {
+			_, port, _ := net.SplitHostPort(freePort(b))
+			if !used[port] {
+				used[port] = true
+				return port
+			}
+		}
+	}
+	directEpisode := func() error {
+		port := envPort()
+		cmd := exec.Command(filepath.Join(envDef.Dir, envDef.Command[0]))
+		cmd.Dir = envDef.Dir
+		cmd.Env = append(os.Environ(), "AGENTENV_PORT="+port)
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		defer func() { cmd.Process.Kill(); cmd.Wait() }()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := envclient.Connect(ctx, "http://127.0.0.1:"+port, envclient.Options{})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		for _, call := range []struct {
+			name string
+			args json.RawMessage
+		}{{"load_day", load}, {"submit_schedule", args}, {"grade", json.RawMessage(`{}`)}} {
+			if _, err := c.CallTool(ctx, call.name, call.args, 10*time.Second); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	serverEpisode := func(s *session, i int) error {
+		for _, f := range []string{
+			`{"type":"reset","data":{"split":"eval","index":` + strconv.Itoa(i%200) + `}}`,
+			`{"type":"step","data":{"reply":"` + idleReply + `"}}`,
+			`{"type":"step","data":{"reply":"done"}}`,
+		} {
+			if _, err := s.call(f, "observation"); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	run := func(n int, one func(worker, i int) error) time.Duration {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		next := 0
+		t := time.Now()
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					mu.Lock()
+					i := next
+					next++
+					mu.Unlock()
+					if i >= n {
+						return
+					}
+					if err := one(w, i); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return time.Since(t)
+	}
+	sessions := make([]*session, workers)
+	for i := range sessions {
+		sessions[i] = dial(b, srv.addr)
+	}
+	run(workers, func(w, i int) error { return serverEpisode(sessions[w], i) }) // warm up
+	floorN := 64
+	floor := run(floorN, func(int, int) error { return directEpisode() })
+
+	b.ResetTimer()
+	took := run(b.N, func(w, i int) error { return serverEpisode(sessions[w], i) })
+	b.StopTimer()
+	eps := float64(b.N) / took.Seconds()
+	floorEPS := float64(floorN) / floor.Seconds()
+	b.ReportMetric(eps, "episodes/s")
+	b.ReportMetric(floorEPS, "direct-episodes/s")
+	b.ReportMetric(floorEPS/eps, "x-direct")
+}
+
+// rss is a process's resident memory, from /proc.
+func rss(b *testing.B, pid int) int64 {
+	b.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
+
+// BenchmarkIdleSessions opens 1,000 idle WebSocket sessions on the server
+// and reports its memory per session, against the floor of the same
+// sessions on a bare gorilla/websocket echo server.
+func BenchmarkIdleSessions(b *testing.B) {
+	const n = 1000
+	_, wsecho := binaries(b)
+	perSession := func(p *process, probe string, wantReply string) float64 {
+		open := func(k int) []*websocket.Conn {
+			conns := make([]*websocket.Conn, k)
+			for i := range conns {
+				c, _, err := websocket.DefaultDialer.Dial("ws://"+p.addr+"/ws", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				// One round trip, so the session is set up server-side.
+				c.WriteMessage(websocket.TextMessage, []byte(probe))
+				if _, m, err := c.ReadMessage(); err != nil || !strings.Contains(string(m), wantReply) {
+					b.Fatalf("probe: %s %v", m, err)
+				}
+				conns[i] = c
+			}
+			return conns
+		}
+		for _, c := range open(50) { // warm the allocator
+			c.Close()
+		}
+		time.Sleep(300 * time.Millisecond)
+		before := rss(b, p.cmd.Process.Pid)
+		conns := open(n)
+		time.Sleep(300 * time.Millisecond)
+		after := rss(b, p.cmd.Process.Pid)
+		for _, c := range conns {
+			c.Close()
+		}
+		return float64(after-before) / n
+	}
+	var agentenvBytes, echoBytes float64
+	for b.Loop() {
+		srv := serveGridsim(b)
+		agentenvBytes = perSession(srv, `{"type":"state"}`, `"type":"state"`)
+		echoAddr := freePort(b)
+		echo := start(b, echoAddr, "/health", wsecho, "--addr", echoAddr)
+		echoBytes = perSession(echo, `{"type":"state"}`, `"type":"state"`)
+	}
+	b.ReportMetric(agentenvBytes/1024, "KiB/session")
+	b.ReportMetric(echoBytes/1024, "echo-KiB/session")
+	b.ReportMetric(agentenvBytes/echoBytes, "x-echo")
+}
