@@ -1,0 +1,25 @@
+package hermes
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// TestGoldenMatchesVLLMModel runs the model of vLLM's parsers over the
+// golden vectors (both formats): every case without a "vllm" entry must be
+// what vLLM returns, and every "vllm" entry must be right.
+func TestGoldenMatchesVLLMModel(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("python3 is needed to check the golden vectors against the vLLM model")
+		}
+		t.Skip("python3 not found")
+	}
+	out, err := exec.Command(py, "../testdata/toolformat/vllm_oracle.py", goldenPath).CombinedOutput()
+	if err != nil {
+		t.Fatalf("vllm_oracle.py: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
