@@ -21,7 +21,7 @@ type testServer struct {
 	addr string
 }
 
-func startServer(t *testing.T, opts Options) *testServer {
+func startServer(t testing.TB, opts Options) *testServer {
 	t.Helper()
 	if opts.Player == nil {
 		opts.Player = newFakePlayer()
