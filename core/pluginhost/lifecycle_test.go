@@ -395,3 +395,31 @@ func TestKilledHostLeavesNoPlugin(t *testing.T) {
 	_ = cmd.Wait()
 	waitGone(t, pid, 5*time.Second)
 }
+
+// SIGHUP makes a host with ReloadOnSIGHUP swap in a changed binary even
+// when it does not watch binaries.
+func TestSIGHUPReloads(t *testing.T) {
+	dir := t.TempDir()
+	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
+	h := newHost(t, dir, func(o *Options) { o.PollInterval = -1; o.ReloadOnSIGHUP = true })
+	ctx := ctxTimeout(t, 60*time.Second)
+	r, err := h.Reward(ctx, "v", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	install(t, rewardV(t, "v2"), dir, "agentenv-reward-v")
+	time.Sleep(200 * time.Millisecond)
+	if v := r.(sdk.Informer).Info().Version; v != "v1" {
+		t.Fatalf("swapped to %s without a poll or SIGHUP", v)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for r.(sdk.Informer).Info().Version != "v2" {
+		if time.Now().After(deadline) {
+			t.Fatal("SIGHUP did not swap in the new binary")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
