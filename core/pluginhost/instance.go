@@ -111,11 +111,13 @@ func (h *Host) start(ctx context.Context, c candidate, passEnv []string) (*insta
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
-		Managed:          true,
-		SkipHostEnv:      true,
-		StartTimeout:     timeout,
-		Stderr:           tail,
-		Logger:           pluginLogger{h.log.Named(c.id())},
+		// Not Managed: go-plugin never prunes its list of managed clients,
+		// so a crash-looping plugin would grow it forever. The host kills
+		// every client itself (Close), and Pdeathsig covers a host that dies.
+		SkipHostEnv:  true,
+		StartTimeout: timeout,
+		Stderr:       tail,
+		Logger:       pluginLogger{h.log.Named(c.id())},
 	})
 	in := &instance{cand: c, sum: sum, stamp: stamp, client: client, started: time.Now(),
 		stderr: tail, drained: make(chan struct{})}
