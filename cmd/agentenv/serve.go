@@ -224,7 +224,10 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 	go func() { served <- srv.Serve(ln) }()
 	select {
 	case err := <-served:
-		return err
+		// The listener failed under us: still tear down what is live.
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		return errors.Join(err, srv.Shutdown(ctx), engine.Close(ctx))
 	case sig := <-sigs:
 		log.Info("draining: no new episodes; tearing down live ones", "signal", sig.String())
 	}

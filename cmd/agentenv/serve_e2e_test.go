@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -273,5 +276,67 @@ func TestServeRefusesBadStart(t *testing.T) {
 				t.Fatalf("got %v, want a refusal with %q:\n%s", err, tc.want, out)
 			}
 		})
+	}
+}
+
+// pythonWithWebsockets finds a python3 that can import websockets (the
+// library OpenEnv's client is built on): Debian's python3-websockets is
+// for /usr/bin/python3, which may not be the python3 first on PATH.
+func pythonWithWebsockets() string {
+	for _, py := range []string{"/usr/bin/python3", "python3"} {
+		if exec.Command(py, "-c", "import websockets").Run() == nil {
+			return py
+		}
+	}
+	return ""
+}
+
+// A Python client over the websockets library, written from OpenEnv's
+// GenericEnvClient exchange, plays a GridSim day against the real server,
+// authenticating as the stock client can: the token as URL userinfo.
+func TestServeOpenEnvPythonClient(t *testing.T) {
+	py := pythonWithWebsockets()
+	if py == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no python3 with websockets: apt-get install python3-websockets")
+		}
+		t.Skip("no python3 with websockets (apt-get install python3-websockets); CI runs this")
+	}
+	addr := freeAddr(t)
+	s := startServe(t, gridsimBundle, addr, t.TempDir(), []string{"E2E_TOKEN=" + e2eToken}, "--token-var", "E2E_TOKEN")
+	cmd := exec.Command(py, "testdata/openenv_client.py", "http://openenv:"+e2eToken+"@"+addr)
+	cmd.Env = append(os.Environ(), "NO_PROXY=127.0.0.1", "no_proxy=127.0.0.1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python client: %v\n%s\nserver log:\n%s", err, out, s.log)
+	}
+	got := map[string]map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("client printed %q", line)
+		}
+		got[m["step"].(string)] = m
+	}
+	want := map[string]map[string]any{
+		"reset-empty": {"error": "Server error: Invalid reset: data.task_id: Field required: reset needs task_id, or split and index (code: VALIDATION_ERROR)"},
+		"reset":       {"task_id": "day/eval-001", "roles": []any{"system", "user"}, "tools": []any{"get_prices", "submit_schedule"}, "reward": nil, "done": false},
+		"submit":      {"roles": []any{"tool"}, "reward": nil, "done": false},
+		"state":       {"step_count": 1.0},
+		"final":       {"reward": 0.2, "done": true},
+		"closed":      {"code": 1000.0},
+	}
+	for step, fields := range want {
+		for k, v := range fields {
+			if !reflect.DeepEqual(got[step][k], v) {
+				t.Errorf("%s.%s = %#v, want %#v", step, k, got[step][k], v)
+			}
+		}
+	}
+	if m, _ := got["final"]["metrics"].(map[string]any); m["score/grade"] != 0.2 || m["tool_calls"] != 1.0 {
+		t.Errorf("final metrics %v", got["final"]["metrics"])
+	}
+	if id, _ := got["state"]["episode_id"].(string); id == "" {
+		t.Errorf("state has no episode id: %v", got["state"])
 	}
 }
