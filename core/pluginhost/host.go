@@ -319,7 +319,7 @@ func (h *Host) fingerprint(ctx context.Context, c candidate) Entry {
 	e.SHA256 = sum
 	info, ok := h.fp.info(sum, c.args)
 	if !ok {
-		in, err := h.start(ctx, c, nil)
+		in, err := h.start(ctx, c, nil, true)
 		if err != nil {
 			return failed(err)
 		}

@@ -87,8 +87,10 @@ func (in *instance) kill() {
 // start launches the plugin c and checks it: handshake, dispense, Info
 // naming the kind and name the binary's file name promises, and a config
 // schema that compiles. The instance is not yet configured. passEnv names
-// host variables the plugin's config lets it have.
-func (h *Host) start(ctx context.Context, c candidate, passEnv []string) (*instance, error) {
+// host variables the plugin's config lets it have. A probe (a start only
+// to ask for Info) logs only at debug level: its outcome is the status
+// `plugins list` shows.
+func (h *Host) start(ctx context.Context, c candidate, passEnv []string, probe bool) (*instance, error) {
 	if c.problem != "" {
 		return nil, errors.New(c.problem)
 	}
@@ -105,6 +107,10 @@ func (h *Host) start(ctx context.Context, c candidate, passEnv []string) (*insta
 	cmd.Env = h.pluginEnv(c.id(), passEnv)
 	setProcAttr(cmd)
 	tail := &tailBuffer{max: 4096}
+	var log hclog.Logger = pluginLogger{h.log.Named(c.id())}
+	if probe && !h.log.IsDebug() {
+		log = hclog.NewNullLogger() // stderr still reaches tail
+	}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: sdkhost.PluginSets(),
@@ -117,7 +123,7 @@ func (h *Host) start(ctx context.Context, c candidate, passEnv []string) (*insta
 		SkipHostEnv:  true,
 		StartTimeout: timeout,
 		Stderr:       tail,
-		Logger:       pluginLogger{h.log.Named(c.id())},
+		Logger:       log,
 	})
 	in := &instance{cand: c, sum: sum, stamp: stamp, client: client, started: time.Now(),
 		stderr: tail, drained: make(chan struct{})}

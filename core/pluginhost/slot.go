@@ -47,7 +47,7 @@ func (s *slot) launch(ctx context.Context) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := s.h.start(ctx, c, passEnvOf(s.config))
+	in, err := s.h.start(ctx, c, passEnvOf(s.config), false)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s (%s): %w", s.id(), c.source(), err)
 	}
