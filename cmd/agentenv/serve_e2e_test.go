@@ -46,6 +46,51 @@ func TestServeGridsimEndToEnd(t *testing.T) {
 		t.Fatal("the token appears in the server's log")
 	}
 
+	// The catalogue: a split's tasks, one task, its toolset's tools (the
+	// first call deploys an env to list them; SIGTERM must take it down).
+	getJSON := func(path string, v any) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+		req.Header.Set("Authorization", "Bearer "+e2eToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d", path, resp.StatusCode)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+	}
+	var page struct {
+		Size  int
+		Tasks []struct {
+			Index   int
+			TaskID  string `json:"task_id"`
+			Toolset string
+		}
+	}
+	getJSON("/splits/eval/tasks?start=0&stop=2", &page)
+	if page.Size != 200 || len(page.Tasks) != 2 || page.Tasks[1].TaskID != "day/eval-002" || page.Tasks[0].Toolset == "" {
+		t.Fatalf("eval tasks: %+v", page)
+	}
+	var task struct {
+		Prompt []struct{ Role, Content string }
+	}
+	getJSON("/tasks/day/eval-001", &task)
+	if len(task.Prompt) != 2 || !strings.Contains(task.Prompt[1].Content, "Day-ahead prices") {
+		t.Fatalf("task: %+v", task)
+	}
+	var tools struct {
+		Tools []struct{ Function struct{ Name string } }
+	}
+	getJSON("/toolsets/"+page.Tasks[0].Toolset+"/tools", &tools)
+	if len(tools.Tools) != 2 || tools.Tools[0].Function.Name != "get_prices" || tools.Tools[1].Function.Name != "submit_schedule" {
+		t.Fatalf("toolset tools: %+v", tools)
+	}
+
 	// OpenEnv GenericEnvClient's exchange, byte for byte.
 	c := dialServe(t, addr, e2eToken)
 	final, err := playIdleDay(c, 0)
