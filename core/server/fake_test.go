@@ -25,6 +25,7 @@ import (
 type fakePlayer struct {
 	startDelay time.Duration
 	startErr   error
+	closeDelay time.Duration // teardown takes this long
 
 	mu      sync.Mutex
 	started int
@@ -173,6 +174,7 @@ func nanValue() float64 { var z float64; return z / z }
 
 func (e *fakeEpisode) Close(context.Context) error {
 	e.once.Do(func() {
+		time.Sleep(e.p.closeDelay)
 		close(e.closedCh)
 		e.p.mu.Lock()
 		e.p.closed++

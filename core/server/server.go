@@ -202,10 +202,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(s.stopping)
 	})
 	s.adm.close()
-	if hs := s.httpSrv.Load(); hs != nil {
-		// Stops the listener; hijacked WebSocket connections are ours.
-		go hs.Shutdown(ctx) //nolint:errcheck // best effort; Close below
-	}
 	s.mu.Lock()
 	live := make([]*session, 0, len(s.sessions))
 	for sess := range s.sessions {
@@ -240,8 +236,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		s.mu.Unlock()
 	}
+	// The listener stays open through the drain so /health can say
+	// "draining"; now it closes, after in-flight HTTP requests finish.
+	// Hijacked WebSocket connections were ours and are closed already.
 	if hs := s.httpSrv.Load(); hs != nil {
-		hs.Close()
+		if hs.Shutdown(ctx) != nil {
+			hs.Close()
+		}
 	}
 	return err
 }

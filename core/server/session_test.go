@@ -424,3 +424,34 @@ func serveOn(t *testing.T, s *Server) *testServer {
 	t.Cleanup(func() { s.Shutdown(context.Background()) })
 	return &testServer{Server: s, addr: ln.Addr().String()}
 }
+
+// While the drain runs, the listener stays up: /health says draining and
+// new sessions are refused with SHUTTING_DOWN.
+func TestHealthDrainingDuringShutdown(t *testing.T) {
+	p := newFakePlayer()
+	p.closeDelay = 1500 * time.Millisecond
+	s, err := New(Options{Player: p, Catalog: fakeCatalog{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := serveOn(t, s)
+	c := ts.dial(t, "")
+	c.observation(t, `{"type":"reset","data":{"task_id":"quiz"}}`)
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(context.Background()) }()
+	eventually(t, time.Second, "draining", func() bool { return s.Draining() })
+	code, body := get(t, ts.url("/health"), "")
+	if code != 503 || !strings.Contains(body, `"draining"`) {
+		t.Fatalf("health while draining: %d %s", code, body)
+	}
+	_, resp, err := ts.tryDial("")
+	if err == nil || resp == nil || resp.StatusCode != 503 {
+		t.Fatalf("new session while draining: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, _, live, _ := p.counts(); live != 0 {
+		t.Fatalf("%d episodes live after the drain", live)
+	}
+}
