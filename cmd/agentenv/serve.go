@@ -109,6 +109,8 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 		if token == "" {
 			return fmt.Errorf("--token-var %s: the variable is empty or unset; put the token in it, or drop --token-var to serve without one", o.TokenVar)
 		}
+		// No child (env builds, plugins, envs) inherits it.
+		os.Unsetenv(o.TokenVar)
 	}
 	// An absolute path keeps env commands and folders valid whatever
 	// working directory a sandbox runs them from.

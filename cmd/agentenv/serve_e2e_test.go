@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -383,5 +384,81 @@ func TestServeOpenEnvPythonClient(t *testing.T) {
 	}
 	if id, _ := got["state"]["episode_id"].(string); id == "" {
 		t.Errorf("state has no episode id: %v", got["state"])
+	}
+}
+
+// slowTeardownBundle copies GridSim into a temp dir with an env whose
+// process group outlives SIGTERM (a shell that ignores it keeps sleeping
+// after the env exits), so a teardown waits out the sandbox's grace.
+func slowTeardownBundle(t *testing.T) string {
+	t.Helper()
+	src, err := filepath.Abs(gridsimBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "slowgrid")
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	envDir := filepath.Join(dir, "envs", "gridsim")
+	bin := filepath.Join(envDir, "bin", "gridsim-env")
+	toml := fmt.Sprintf(`build = ["go", "build", "-C", %q, "-o", %q, "."]
+command = ["sh", "-c", "trap '' TERM; %s; sleep 120"]
+port = 18765
+`, filepath.Join(src, "envs", "gridsim"), bin, bin)
+	if err := os.WriteFile(filepath.Join(envDir, "env.toml"), []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// A second SIGTERM during a slow drain exits at once (status 1); the next
+// start reaps what the cut-short drain left.
+func TestServeSecondSignalExitsAtOnce(t *testing.T) {
+	bundleDir := slowTeardownBundle(t)
+	state := t.TempDir()
+	addr := freeAddr(t)
+	s := startServe(t, bundleDir, addr, state, nil, "--sandbox-config", "grace=60s")
+	for i := range 2 {
+		c := dialServe(t, addr, "")
+		c.observation(`{"type":"reset","data":{"split":"eval","index":` + strconv.Itoa(i) + `}}`)
+	}
+	procs := stateFiles(t, state)
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// The drain is stuck on the 60 s grace: the server says so meanwhile.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 503 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/health never said draining: %v\n%s", err, s.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	start := time.Now()
+	if code := s.signalAndWait(t, syscall.SIGTERM, 5*time.Second); code != 1 {
+		t.Fatalf("exit %d after the second signal, want 1:\n%s", code, s.log)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("second signal took %s to exit", d)
+	}
+	if !strings.Contains(s.log.String(), "second signal: exiting now") {
+		t.Fatalf("no log of the second signal:\n%s", s.log)
+	}
+	again := startServe(t, bundleDir, addr, state, nil, "--sandbox-config", "grace=100ms")
+	for _, p := range procs {
+		if alive(p.PID) {
+			t.Errorf("env process %d survived the restart", p.PID)
+		}
+	}
+	if code := again.signalAndWait(t, syscall.SIGTERM, 10*time.Second); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, again.log)
 	}
 }
