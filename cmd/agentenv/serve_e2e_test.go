@@ -462,3 +462,31 @@ func TestServeSecondSignalExitsAtOnce(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, again.log)
 	}
 }
+
+// An idle session is closed after --idle-timeout and its env process goes.
+func TestServeIdleSessionExpires(t *testing.T) {
+	state := t.TempDir()
+	addr := freeAddr(t)
+	s := startServe(t, gridsimBundle, addr, state, nil, "--idle-timeout", "1s")
+	c := dialServe(t, addr, "")
+	c.observation(`{"type":"reset","data":{"split":"eval","index":5}}`)
+	procs := stateFiles(t, state)
+	if len(procs) != 1 {
+		t.Fatalf("%d env processes for one episode", len(procs))
+	}
+	c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, _, err := c.conn.ReadMessage()
+	if !websocket.IsCloseError(err, websocket.CloseNormalClosure) || !strings.Contains(err.Error(), "idle timeout") {
+		t.Fatalf("got %v, want close 1000 idle timeout", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(procs[0].PID) || len(stateFiles(t, state)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("env process %d still there after the idle timeout", procs[0].PID)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code := s.signalAndWait(t, syscall.SIGTERM, 10*time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+}
