@@ -39,12 +39,13 @@ var (
 	binDir    string
 )
 
-// binaries builds agentenv and the bare echo server once per run.
+// binaries builds agentenv and the bare echo server once per run, into
+// one fixed folder that each run overwrites (nothing piles up in /tmp).
 func binaries(b *testing.B) (agentenv, wsecho string) {
 	b.Helper()
 	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "agentenv-bench")
-		if buildErr != nil {
+		binDir = filepath.Join(os.TempDir(), "agentenv-bench-bin")
+		if buildErr = os.MkdirAll(binDir, 0o755); buildErr != nil {
 			return
 		}
 		for name, pkg := range map[string]string{
