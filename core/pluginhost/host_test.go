@@ -305,11 +305,18 @@ func TestPluginLogsReachHostLog(t *testing.T) {
 	if _, err := h.Reward(ctx, "v", json.RawMessage(`{"scale": 2}`)); err != nil {
 		t.Fatal(err)
 	}
-	want := "[INFO]  agentenv.plugins.reward-v: configured: scale=2 version=v7"
+	// The plugin logs JSON, so its key/value pairs reach the host in no
+	// fixed order: look for the line, then for each pair on it.
+	want := "[INFO]  agentenv.plugins.reward-v: configured:"
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(buf.String(), want) {
+	for {
+		for _, line := range strings.Split(buf.String(), "\n") {
+			if strings.Contains(line, want) && strings.Contains(line, " scale=2") && strings.Contains(line, " version=v7") {
+				return
+			}
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("host log lacks %q:\n%s", want, buf.String())
+			t.Fatalf("host log lacks %q with scale=2 version=v7:\n%s", want, buf.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
