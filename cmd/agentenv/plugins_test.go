@@ -20,6 +20,15 @@ var (
 	agentenvErr  string
 )
 
+// TestMain removes the binary agentenv built, once every test is done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if agentenvBin != "" {
+		os.RemoveAll(filepath.Dir(agentenvBin))
+	}
+	os.Exit(code)
+}
+
 // agentenv builds this command once per test run.
 func agentenv(t *testing.T) string {
 	t.Helper()
