@@ -132,7 +132,7 @@ func (p *Plugin) deployProcess(ctx context.Context, spec sandbox.Spec) (sandbox.
 	if err := waitReady(ctx, st.Endpoint, pr); err != nil {
 		return fail(err)
 	}
-	p.log.Info("deployed", "id", id, "env", spec.Env, "pid", pid, "endpoint", st.Endpoint, "ready_after", time.Since(began))
+	p.log.Info("deployed", "id", id, "env", spec.Env, "pid", pid, "endpoint", st.Endpoint, "ready_after", time.Since(began).String())
 	return st.sandbox(), nil
 }
 
