@@ -104,6 +104,9 @@ type Host struct {
 	builtins   []string
 	fp         *fingerprints
 	environ    func() []string
+	// sockDir holds the plugins' unix sockets. A plugin that is killed
+	// cannot remove its socket; removing the folder on Close does.
+	sockDir string
 
 	mu    sync.Mutex
 	slots map[string]*slotEntry
@@ -161,6 +164,11 @@ func New(opts Options) (*Host, error) {
 		cache = ""
 	}
 	h.fp = loadFingerprints(cache)
+	sockDir, err := os.MkdirTemp("", "agentenv-plugins-")
+	if err != nil {
+		return nil, fmt.Errorf("plugin host: make a folder for plugin sockets: %w", err)
+	}
+	h.sockDir = sockDir
 	if opts.PollInterval > 0 {
 		h.wg.Add(1)
 		go h.watch(opts.PollInterval)
@@ -419,7 +427,11 @@ func (h *Host) Close() error {
 		}()
 	}
 	h.wg.Wait()
-	return h.fp.save()
+	err := h.fp.save()
+	if rmErr := os.RemoveAll(h.sockDir); rmErr != nil && err == nil {
+		err = fmt.Errorf("plugin host: remove the plugin socket folder: %w", rmErr)
+	}
+	return err
 }
 
 func (h *Host) isClosed() bool { return h.closing.Load() }

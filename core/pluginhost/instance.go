@@ -226,7 +226,8 @@ func (h *Host) pluginEnv(id string, passEnv []string) []string {
 			}
 		}
 	}
-	return env
+	// go-plugin reads this in the plugin to place its unix socket.
+	return append(env, "PLUGIN_UNIX_SOCKET_DIR="+h.sockDir)
 }
 
 var unrecognized = regexp.MustCompile(`Unrecognized remote plugin message: ([^\n]*)`)

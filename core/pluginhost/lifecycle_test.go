@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -359,6 +360,34 @@ func TestCloseStopsPlugins(t *testing.T) {
 	}
 	if _, err := h.Reward(ctx, "v", nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Reward after Close: %v, want ErrClosed", err)
+	}
+}
+
+// A plugin killed hard cannot remove its unix socket; the host's Close
+// removes the folder that holds them, so nothing is left in TMPDIR.
+func TestCloseRemovesSocketsOfKilledPlugins(t *testing.T) {
+	dir := t.TempDir()
+	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
+	h := newHost(t, dir, nil)
+	ctx := ctxTimeout(t, 60*time.Second)
+	r, err := h.Reward(ctx, "v", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := pidOf(t, ctx, r)
+	socks, _ := filepath.Glob(filepath.Join(h.sockDir, "plugin*"))
+	if len(socks) != 1 {
+		t.Fatalf("plugin sockets in %s: %v, want the running plugin's", h.sockDir, socks)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid, 5*time.Second)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(h.sockDir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("socket folder %s after Close: %v, want it gone", h.sockDir, err)
 	}
 }
 

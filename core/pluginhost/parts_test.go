@@ -221,17 +221,17 @@ func TestPluginEnv(t *testing.T) {
 	h := &Host{opts: Options{EnvAllow: []string{"AWS_*", "LANG"}, PluginEnv: map[string][]string{"sandbox-ecs": {"ECS_CLUSTER"}}},
 		environ: func() []string {
 			return []string{"PATH=/bin", "HOME=/h", "SECRET=x", "AWS_REGION=r", "LANG=C", "ECS_CLUSTER=c", "TMPDIR=/t", "LANGUAGE=en"}
-		}}
+		}, sockDir: "/s"}
 	tests := []struct {
 		id     string
 		config string
 		want   string
 	}{
-		{"reward-mean", "", "PATH=/bin HOME=/h AWS_REGION=r LANG=C TMPDIR=/t"},
-		{"sandbox-ecs", "", "PATH=/bin HOME=/h AWS_REGION=r LANG=C ECS_CLUSTER=c TMPDIR=/t"},
-		{"sandbox-local", `{"pass_env": ["SECRET", "LANGU*"]}`, "PATH=/bin HOME=/h SECRET=x AWS_REGION=r LANG=C TMPDIR=/t LANGUAGE=en"},
-		{"sandbox-local", `{"pass_env": "SECRET"}`, "PATH=/bin HOME=/h AWS_REGION=r LANG=C TMPDIR=/t"},
-		{"sandbox-local", `[1]`, "PATH=/bin HOME=/h AWS_REGION=r LANG=C TMPDIR=/t"},
+		{"reward-mean", "", "PATH=/bin HOME=/h AWS_REGION=r LANG=C TMPDIR=/t PLUGIN_UNIX_SOCKET_DIR=/s"},
+		{"sandbox-ecs", "", "PATH=/bin HOME=/h AWS_REGION=r LANG=C ECS_CLUSTER=c TMPDIR=/t PLUGIN_UNIX_SOCKET_DIR=/s"},
+		{"sandbox-local", `{"pass_env": ["SECRET", "LANGU*"]}`, "PATH=/bin HOME=/h SECRET=x AWS_REGION=r LANG=C TMPDIR=/t LANGUAGE=en PLUGIN_UNIX_SOCKET_DIR=/s"},
+		{"sandbox-local", `{"pass_env": "SECRET"}`, "PATH=/bin HOME=/h AWS_REGION=r LANG=C TMPDIR=/t PLUGIN_UNIX_SOCKET_DIR=/s"},
+		{"sandbox-local", `[1]`, "PATH=/bin HOME=/h AWS_REGION=r LANG=C TMPDIR=/t PLUGIN_UNIX_SOCKET_DIR=/s"},
 	}
 	for _, tc := range tests {
 		if got := strings.Join(h.pluginEnv(tc.id, passEnvOf(json.RawMessage(tc.config))), " "); got != tc.want {

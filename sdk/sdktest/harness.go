@@ -71,10 +71,14 @@ func Build(t testing.TB, pkg string, extraArgs ...string) string {
 // process is killed when the test ends.
 func Launch(t testing.TB, kind sdk.Kind, path string, args ...string) any {
 	t.Helper()
+	cmd := exec.Command(path, args...)
+	// The plugin's unix socket goes in a folder the test removes, so a
+	// plugin killed by a test leaves nothing behind.
+	cmd.Env = append(os.Environ(), "PLUGIN_UNIX_SOCKET_DIR="+t.TempDir())
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: host.PluginSets(),
-		Cmd:              exec.Command(path, args...),
+		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		Logger: hclog.New(&hclog.LoggerOptions{
