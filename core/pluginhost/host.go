@@ -164,9 +164,9 @@ func New(opts Options) (*Host, error) {
 		cache = ""
 	}
 	h.fp = loadFingerprints(cache)
-	sockDir, err := os.MkdirTemp("", "agentenv-plugins-")
+	sockDir, err := makeSockDir()
 	if err != nil {
-		return nil, fmt.Errorf("plugin host: make a folder for plugin sockets: %w", err)
+		return nil, err
 	}
 	h.sockDir = sockDir
 	if opts.PollInterval > 0 {

@@ -423,6 +423,11 @@ func TestKilledHostLeavesNoPlugin(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	waitGone(t, pid, 5*time.Second)
+	// The killed host's socket folder is what the next host sweeps.
+	sweepSockDirs(os.TempDir())
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("%s%d-*", sockDirPrefix, cmd.Process.Pid))); len(left) != 0 {
+		t.Fatalf("the killed host's socket folder survived a sweep: %v", left)
+	}
 }
 
 // SIGHUP makes a host with ReloadOnSIGHUP swap in a changed binary even

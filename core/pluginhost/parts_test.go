@@ -3,7 +3,9 @@ package pluginhost
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -253,6 +255,35 @@ func TestSameName(t *testing.T) {
 	} {
 		if got := sameName(tc.info, tc.file); got != tc.want {
 			t.Errorf("sameName(%q, %q) = %v", tc.info, tc.file, got)
+		}
+	}
+}
+
+// The socket folder of a host that no longer runs is removed by the next
+// host; a running host's, and anything not named like one, stays.
+func TestSweepSockDirs(t *testing.T) {
+	tmp := t.TempDir()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	deadPid := dead.ProcessState.Pid()
+	mk := func(name string) string {
+		d := filepath.Join(tmp, name)
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	gone := mk(fmt.Sprintf("%s%d-123", sockDirPrefix, deadPid))
+	live := mk(fmt.Sprintf("%s%d-456", sockDirPrefix, os.Getppid()))
+	own := mk(fmt.Sprintf("%s%d-789", sockDirPrefix, os.Getpid()))
+	other := mk(sockDirPrefix + "notapid-1")
+	sweepSockDirs(tmp)
+	for d, want := range map[string]bool{gone: false, live: true, own: true, other: true} {
+		_, err := os.Stat(d)
+		if exists := err == nil; exists != want {
+			t.Errorf("%s exists = %v after the sweep, want %v", filepath.Base(d), exists, want)
 		}
 	}
 }
