@@ -155,7 +155,10 @@ func (ep *episode) verify(ctx context.Context, s *bundle.Step) (float64, error) 
 		}
 		return score, nil
 	case bundle.StepVerifyAnswer:
-		answer := ep.answers[s.Turn]
+		answer, ran := ep.answers[s.Turn]
+		if !ran {
+			return 0, nil // max_turns kept the turn from opening: nothing to credit
+		}
 		if s.Regexp != nil {
 			return boolScore(s.Regexp.MatchString(answer)), nil
 		}
