@@ -59,10 +59,12 @@ func run(args []string, log hclog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// Requests live on ctx: a client's open MCP stream (the hanging GET)
+	// ends on SIGTERM instead of holding Shutdown for its whole timeout.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	log.Info("serving MCP", "url", "http://"+addr+"/mcp")
