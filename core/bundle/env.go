@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -112,8 +113,11 @@ func loadEnv(name, dir string, ps *problems) *Env {
 		env.Port = int(*f.Port)
 	}
 	if f.CPU != nil {
-		if *f.CPU <= 0 {
-			bad("cpu", "\"cpu\" must be more than 0, got %v", *f.CPU)
+		switch c := *f.CPU; {
+		case !(c > 0): // NaN too: TOML has nan
+			bad("cpu", "\"cpu\" must be more than 0, got %v", c)
+		case math.IsInf(c, 1):
+			bad("cpu", "\"cpu\" must be a finite number, got %v", c)
 		}
 		env.CPU = *f.CPU
 	}

@@ -191,6 +191,8 @@ func TestLoadErrors(t *testing.T) {
 		{"env.toml env not strings", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"]\nenv = { LEVEL = 3 }\n"}, "envs/toy/env.toml", 2, `"env" must be a table of strings`},
 		{"env.toml reserved var", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"]\nenv = { AGENTENV_PORT = \"1\" }\n"}, "envs/toy/env.toml", 2, "AGENTENV_PORT is set by the sandbox"},
 		{"env.toml cpu", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"]\ncpu = -1\n"}, "envs/toy/env.toml", 2, `"cpu" must be more than 0`},
+		{"env.toml cpu nan", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"]\ncpu = nan\n"}, "envs/toy/env.toml", 2, `"cpu" must be more than 0`},
+		{"env.toml cpu inf", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"]\ncpu = inf\n"}, "envs/toy/env.toml", 2, `"cpu" must be a finite number`},
 		{"env.toml memory", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"]\nmemory_mb = 0\n"}, "envs/toy/env.toml", 2, `"memory_mb" must be at least 1`},
 		{"env.toml invalid TOML", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"\n"}, "envs/toy/env.toml", 1, "invalid TOML: array is incomplete"},
 		{"env file not folder", map[string]string{"envs/x.toml": "image = \"x\"\n"}, "envs/x.toml", 0, "not an env folder"},
