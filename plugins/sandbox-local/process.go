@@ -299,9 +299,25 @@ func pipeOutput(c *exec.Cmd, out, errOut io.Writer) (func(), error) {
 	return func() {
 		ow.Close()
 		ew.Close()
-		wg.Wait()
+		done := make(chan struct{})
+		go func() {
+			wg.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(drainWait):
+			// A child that left the group (setsid) still holds the write
+			// ends; closing ours ends the copies instead of waiting on it.
+			or.Close()
+			er.Close()
+			<-done
+		}
 	}, nil
 }
+
+// drainWait bounds how long Exec reads output after the command exits.
+const drainWait = time.Second
 
 // cappedBuffer keeps the first max bytes written and drops the rest.
 type cappedBuffer struct {
