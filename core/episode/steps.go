@@ -177,6 +177,9 @@ func (ep *episode) verify(ctx context.Context, s *bundle.Step) (float64, error) 
 		if score, ok := parseScore(res.Stdout); ok {
 			return score, nil
 		}
+		if isNumber(res.Stdout) { // NaN or ±Inf: a broken score, not "no score printed"
+			return 0, fmt.Errorf("%q in env %q printed %q, not a finite number", s.Command, s.Env, clip(strings.TrimSpace(res.Stdout), 200))
+		}
 		return boolScore(res.ExitCode == 0), nil
 	}
 	return 0, fmt.Errorf("step type %q is not a verifier", s.Type)
@@ -189,6 +192,12 @@ func parseScore(text string) (float64, bool) {
 		return 0, false
 	}
 	return v, true
+}
+
+// isNumber reports whether text is one number, finite or not.
+func isNumber(text string) bool {
+	_, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
+	return err == nil || errors.Is(err, strconv.ErrRange)
 }
 
 func boolScore(ok bool) float64 {
