@@ -176,12 +176,14 @@ func (s *session) readLoop() {
 			s.log.Debug("read ended", "error", err)
 			return
 		}
-		s.conn.SetReadDeadline(time.Now().Add(deadline)) //nolint:errcheck
 		select {
 		case s.frames <- f:
 		case <-s.ctx.Done():
 			return
 		}
+		// Only now, after any wait for the session loop (a long step with
+		// frames piled up behind it), does the peer's clock start again.
+		s.conn.SetReadDeadline(time.Now().Add(deadline)) //nolint:errcheck
 	}
 }
 
