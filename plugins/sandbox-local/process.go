@@ -186,10 +186,10 @@ func stopGroup(ctx context.Context, st *state, pr *proc, grace time.Duration, lo
 		}
 		return len(groupMembers(st.PGID)) == 0
 	}
-	if pr == nil {
-		if start, ok := procStart(st.PID); ok && st.ProcStart != 0 && start != st.ProcStart {
-			return nil // the pid was reused, so our group is long gone
-		}
+	// Even for a process we started: once reaped, its pid can come back as
+	// another group's leader.
+	if start, ok := procStart(st.PID); ok && st.ProcStart != 0 && start != st.ProcStart {
+		return nil // the pid was reused, so our group is long gone
 	}
 	if gone() {
 		return nil

@@ -1,0 +1,55 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// An env this plugin process started dies and its pid comes back as the
+// leader of an unrelated group (say another sandbox's env). Terminate
+// must not signal that group: the start time tells them apart.
+func TestTerminateOwnSandboxAfterPIDReuse(t *testing.T) {
+	stateDir := t.TempDir()
+	p := newPlugin(t, stateDir, map[string]any{"grace": "200ms"})
+	sb := deploy(t, p, testSpec())
+	var st state
+	if err := json.Unmarshal(sb.State, &st); err != nil {
+		t.Fatal(err)
+	}
+	_ = syscall.Kill(-st.PGID, syscall.SIGKILL)
+	p.mu.Lock()
+	pr := p.procs[sb.ID]
+	p.mu.Unlock()
+	select {
+	case <-pr.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the killed env was not reaped")
+	}
+
+	// Stand-in for the reused pid: a live group leader of someone else's.
+	foreign := exec.Command("sleep", "30")
+	foreign.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := foreign.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = foreign.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = foreign.Process.Kill(); <-exited })
+	st.PID, st.PGID = foreign.Process.Pid, foreign.Process.Pid // ProcStart stays the env's
+	if err := writeState(stateDir, &st); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := p.Terminate(context.Background(), sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+		t.Fatal("Terminate signalled a process group that is not the sandbox's")
+	case <-time.After(300 * time.Millisecond):
+	}
+}
