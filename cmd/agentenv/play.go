@@ -97,6 +97,16 @@ func runPlay(ctx context.Context, base string, o playOptions, token string, in i
 		return err
 	}
 	h := http.Header{}
+	// A token given as URL userinfo (http://user:<token>@host, as OpenEnv's
+	// Python client takes it) goes in the header: the dialer refuses
+	// userinfo, and errors below must not echo it.
+	if u, err := url.Parse(target); err == nil && u.User != nil {
+		if pass, ok := u.User.Password(); ok && token == "" {
+			token = pass
+		}
+		u.User = nil
+		target = u.String()
+	}
 	if token != "" {
 		h.Set("Authorization", "Bearer "+token)
 	}

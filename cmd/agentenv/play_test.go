@@ -139,3 +139,18 @@ func TestWSURL(t *testing.T) {
 		t.Error("ftp accepted")
 	}
 }
+
+// A token given as URL userinfo (as OpenEnv's Python client takes it)
+// authenticates the session and never shows in an error.
+func TestPlayTokenInURL(t *testing.T) {
+	base := startEchoServer(t, "tok-in-url")
+	withUser := func(pass string) string { return strings.Replace(base, "http://", "http://openenv:"+pass+"@", 1) }
+	var out bytes.Buffer
+	if err := runPlay(context.Background(), withUser("tok-in-url"), playOptions{task: "t"}, "", strings.NewReader("done\n"), &out); err != nil {
+		t.Fatalf("token in URL: %v\n%s", err, out.String())
+	}
+	err := runPlay(context.Background(), withUser("wrong-secret"), playOptions{task: "t", tokenVar: "T"}, "", strings.NewReader("done\n"), &out)
+	if err == nil || strings.Contains(err.Error(), "wrong-secret") || strings.Contains(out.String(), "wrong-secret") {
+		t.Fatalf("wrong token in URL: got %v, want an error that does not echo it", err)
+	}
+}
