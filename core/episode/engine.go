@@ -75,7 +75,7 @@ type Engine struct {
 var _ Player = (*Engine)(nil)
 
 type envBuild struct {
-	mu   sync.Mutex
+	turn chan struct{} // held while building; a channel so waiters can give up
 	done bool
 	err  error
 }
@@ -280,12 +280,16 @@ func (e *Engine) ensureBuilt(ctx context.Context, env *bundle.Env) error {
 	e.buildMu.Lock()
 	b := e.builds[env.Name]
 	if b == nil {
-		b = &envBuild{}
+		b = &envBuild{turn: make(chan struct{}, 1)}
 		e.builds[env.Name] = b
 	}
 	e.buildMu.Unlock()
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	select {
+	case b.turn <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for env %q to build: %w", env.Name, ctx.Err())
+	}
+	defer func() { <-b.turn }()
 	if b.done {
 		return b.err
 	}
