@@ -45,6 +45,14 @@ func (o *offered) validate(args json.RawMessage) error {
 		}
 		o.schema, _ = c.Compile(url)
 	})
+	// The call goes out as a map: arguments that cannot become one (a
+	// number past float64) are the model's error, not the env's.
+	if len(args) > 0 && string(args) != "null" {
+		var m map[string]any
+		if err := json.Unmarshal(args, &m); err != nil {
+			return fmt.Errorf("arguments are not a JSON object that can be sent: %w", err)
+		}
+	}
 	if o.schema == nil {
 		return nil
 	}
