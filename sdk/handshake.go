@@ -20,6 +20,11 @@ var Handshake = plugin.HandshakeConfig{
 	MagicCookieValue: "6f0b3c1e-agentenv-plugin",
 }
 
+// MaxMessageBytes bounds one message between the host and a plugin, both
+// ways. gRPC's default (4 MiB) is below what a server accepts as one model
+// reply (16 MiB), so both sides raise it.
+const MaxMessageBytes = 64 << 20
+
 // Remote is what the host can ask of any plugin it dispensed, besides the
 // calls of the plugin's kind.
 type Remote interface {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -337,4 +338,23 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Messages over gRPC's 4 MiB default cross between host and plugin.
+func TestLargeCallThroughHost(t *testing.T) {
+	dir := t.TempDir()
+	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
+	h := newHost(t, dir, nil)
+	ctx := ctxTimeout(t, 60*time.Second)
+	r, err := h.Reward(ctx, "v", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scores := make(map[string]float64, 300000)
+	for i := range 300000 {
+		scores[fmt.Sprintf("verifier-step-%07d", i)] = 1
+	}
+	if _, err := r.Combine(ctx, scores); err != nil {
+		t.Fatalf("Combine of %d scores (about 8 MiB): %v", len(scores), err)
+	}
 }

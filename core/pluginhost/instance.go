@@ -117,6 +117,7 @@ func (h *Host) start(ctx context.Context, c candidate, passEnv []string, probe b
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
+		GRPCDialOptions:  sdkhost.DialOptions(),
 		// Not Managed: go-plugin never prunes its list of managed clients,
 		// so a crash-looping plugin would grow it forever. The host kills
 		// every client itself (Close), and Pdeathsig covers a host that dies.

@@ -5,8 +5,10 @@ package host
 
 import (
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 
 	"github.com/agentenv/agentenv/sdk"
+	"github.com/agentenv/agentenv/sdk/internal/wire"
 	"github.com/agentenv/agentenv/sdk/reward"
 	"github.com/agentenv/agentenv/sdk/sandbox"
 	"github.com/agentenv/agentenv/sdk/toolformat"
@@ -23,3 +25,8 @@ func PluginSets() map[int]plugin.PluginSet {
 		},
 	}
 }
+
+// DialOptions returns the gRPC options a host must use with plugins
+// (plugin.ClientConfig.GRPCDialOptions): messages up to
+// sdk.MaxMessageBytes.
+func DialOptions() []grpc.DialOption { return wire.DialOptions() }

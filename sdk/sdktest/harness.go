@@ -81,6 +81,7 @@ func Launch(t testing.TB, kind sdk.Kind, path string, args ...string) any {
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
+		GRPCDialOptions:  host.DialOptions(),
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Name: filepath.Base(path), Output: os.Stderr, Level: hclog.Warn,
 		}),

@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -141,6 +142,13 @@ func FromStatus(err error) error {
 	return pe
 }
 
+// DialOptions are the host's gRPC options for talking to plugins
+// (plugin.ClientConfig.GRPCDialOptions).
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithDefaultCallOptions(
+		grpc.MaxCallRecvMsgSize(sdk.MaxMessageBytes), grpc.MaxCallSendMsgSize(sdk.MaxMessageBytes))}
+}
+
 // Serve runs a plugin binary's whole life: handshake, then serving until
 // the host kills it. It does not return.
 func Serve(kind sdk.Kind, impl sdk.Informer, p plugin.Plugin) {
@@ -154,7 +162,10 @@ func Serve(kind sdk.Kind, impl sdk.Informer, p plugin.Plugin) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{sdk.ProtocolVersion: {string(kind): p}},
-		GRPCServer:       plugin.DefaultGRPCServer,
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			return grpc.NewServer(append(opts,
+				grpc.MaxRecvMsgSize(sdk.MaxMessageBytes), grpc.MaxSendMsgSize(sdk.MaxMessageBytes))...)
+		},
 	})
 	os.Exit(0)
 }
