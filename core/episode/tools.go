@@ -30,6 +30,13 @@ type offered struct {
 	schema *jsonschema.Schema // nil when the schema could not be compiled
 }
 
+// refusingLoader loads nothing: only $refs inside the schema itself resolve.
+type refusingLoader struct{}
+
+func (refusingLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("tool schema $ref %q: only references within the schema are followed", url)
+}
+
 // validate checks arguments (a JSON object) against the tool's schema. A
 // schema the validator cannot compile is not enforced: the env still checks.
 func (o *offered) validate(args json.RawMessage) error {
@@ -39,6 +46,9 @@ func (o *offered) validate(args json.RawMessage) error {
 			return
 		}
 		c := jsonschema.NewCompiler()
+		// A tool's schema comes from the env: its $refs must not make the
+		// engine read files or fetch URLs on the host.
+		c.UseLoader(refusingLoader{})
 		url := "urn:agentenv:tool:" + o.tool.Function.Name
 		if c.AddResource(url, doc) != nil {
 			return
