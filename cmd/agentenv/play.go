@@ -71,7 +71,13 @@ func wsURL(base string) (string, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil {
-		return "", fmt.Errorf("server URL %q: %w", base, err)
+		// Not the URL itself, nor url.Error (which quotes it): it may
+		// carry a token as its password.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return "", fmt.Errorf("server URL is not a valid URL: %w", err)
 	}
 	switch u.Scheme {
 	case "http", "ws":
@@ -79,7 +85,7 @@ func wsURL(base string) (string, error) {
 	case "https", "wss":
 		u.Scheme = "wss"
 	default:
-		return "", fmt.Errorf("server URL %q: want http(s):// or ws(s)://", base)
+		return "", fmt.Errorf("server URL %q: want http(s):// or ws(s)://", u.Redacted())
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	if !strings.HasSuffix(u.Path, "/ws") {

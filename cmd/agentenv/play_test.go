@@ -138,6 +138,15 @@ func TestWSURL(t *testing.T) {
 	if _, err := wsURL("ftp://h"); err == nil {
 		t.Error("ftp accepted")
 	}
+	// A bad URL's error never shows the password (it may be the token).
+	for _, bad := range []string{"ftp://u:s3cret@h", "http://u:s3cret@h:99999999x", "http://u:s3cret@h/%zz"} {
+		_, err := wsURL(bad)
+		if err == nil {
+			t.Errorf("%s accepted", bad)
+		} else if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("error for a bad URL shows the password: %v", err)
+		}
+	}
 }
 
 // A token given as URL userinfo (as OpenEnv's Python client takes it)
