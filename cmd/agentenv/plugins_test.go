@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,11 +22,27 @@ var (
 )
 
 // TestMain removes the binary agentenv built, once every test is done.
+// The agentenv processes the tests start keep their caches (plugin
+// fingerprints, sandbox state) in a folder of the run's own, not the user's.
 func TestMain(m *testing.M) {
+	cache, err := os.MkdirTemp("", "agentenv-cli-cache")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// Go's build cache defaults to a folder under XDG_CACHE_HOME: pin it
+	// first, so builds the tests run stay warm.
+	if os.Getenv("GOCACHE") == "" {
+		if user, err := os.UserCacheDir(); err == nil {
+			os.Setenv("GOCACHE", filepath.Join(user, "go-build"))
+		}
+	}
+	os.Setenv("XDG_CACHE_HOME", cache)
 	code := m.Run()
 	if agentenvBin != "" {
 		os.RemoveAll(filepath.Dir(agentenvBin))
 	}
+	os.RemoveAll(cache)
 	os.Exit(code)
 }
 
