@@ -75,9 +75,12 @@ func run(args []string, log hclog.Logger) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// An env is one episode's and holds nothing worth draining: give
+	// in-flight calls a moment, well inside the sandbox's SIGTERM grace,
+	// then close what is left. (An open MCP stream does not always end
+	// with the request context, so Shutdown alone could wait it out.)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	// Streamed MCP responses may hold connections open; close what is left.
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutting down: %w", err)
 	}
