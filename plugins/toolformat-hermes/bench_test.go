@@ -3,14 +3,10 @@ package hermes
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/agentenv/agentenv/sdk"
-	"github.com/agentenv/agentenv/sdk/sdktest"
-	"github.com/agentenv/agentenv/sdk/toolformat"
+	"github.com/agentenv/agentenv/plugins/toolformattest"
 )
 
 // benchReply is a 4 KB reply with three calls in the Qwen3 template
@@ -50,33 +46,6 @@ func floorScan(reply string) int {
 	}
 }
 
-// p50 returns the median of ds.
-func p50(ds []time.Duration) time.Duration {
-	slices.Sort(ds)
-	return ds[len(ds)/2]
-}
-
-// runPaired times op and floor alternately, b.N times each, and reports
-// both medians and their ratio.
-func runPaired(b *testing.B, op, floor func()) {
-	b.Helper()
-	ops, floors := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for range b.N {
-		t0 := time.Now()
-		floor()
-		t1 := time.Now()
-		op()
-		t2 := time.Now()
-		floors, ops = append(floors, t1.Sub(t0)), append(ops, t2.Sub(t1))
-	}
-	b.StopTimer()
-	opP50, floorP50 := p50(ops), p50(floors)
-	b.ReportMetric(float64(opP50.Nanoseconds())/1e3, "p50-µs")
-	b.ReportMetric(float64(floorP50.Nanoseconds())/1e3, "floor-p50-µs")
-	b.ReportMetric(float64(opP50)/float64(max(floorP50, 1)), "x-floor")
-}
-
 // BenchmarkParse: in process. Floor: one tag scan plus json.Valid of each
 // block.
 func BenchmarkParse(b *testing.B) {
@@ -85,28 +54,11 @@ func BenchmarkParse(b *testing.B) {
 	if got, _ := p.Parse(ctx, reply, nil); len(got.Calls) != 3 || floorScan(reply) != 3 {
 		b.Fatalf("bench reply parses to %+v", got)
 	}
-	runPaired(b, func() { _, _ = p.Parse(ctx, reply, nil) }, func() { floorScan(reply) })
+	toolformattest.RunPaired(b, func() { _, _ = p.Parse(ctx, reply, nil) }, func() { floorScan(reply) })
 }
 
 // BenchmarkParsePlugin: through the plugin binary over go-plugin gRPC, as
 // the host calls it. Floor: a bare round trip to the same process (Info).
 func BenchmarkParsePlugin(b *testing.B) {
-	bin := sdktest.Build(b, "./cmd/agentenv-toolformat-hermes")
-	c := sdktest.Launch(b, sdk.KindToolFormat, bin).(*toolformat.Client)
-	reply, ctx := benchReply(), context.Background()
-	b.SetBytes(int64(len(reply)))
-	if got, err := c.Parse(ctx, reply, nil); err != nil || len(got.Calls) != 3 {
-		b.Fatalf("bench reply parses to %+v, %v", got, err)
-	}
-	runPaired(b,
-		func() {
-			if _, err := c.Parse(ctx, reply, nil); err != nil {
-				b.Fatal(err)
-			}
-		},
-		func() {
-			if _, err := c.RemoteInfo(ctx); err != nil {
-				b.Fatal(err)
-			}
-		})
+	toolformattest.BenchParsePlugin(b, cmdPkg, benchReply(), nil, 3)
 }

@@ -1,15 +1,11 @@
 package hermes
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"io"
-	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/agentenv/agentenv/plugins/toolformattest"
 	"github.com/agentenv/agentenv/sdk/toolformat"
 )
 
@@ -40,7 +36,7 @@ func checkInvariants(t *testing.T, reply string, p toolformat.Parsed) {
 		t.Fatalf("reply %q: %d calls and %d unparsed; a <tool_call> must give one or the other", trimmed, len(p.Calls), len(p.Unparsed))
 	}
 	for _, c := range p.Calls {
-		if c.Name == "" || !utf8.ValidString(c.Name) || !isObject(c.Arguments) {
+		if c.Name == "" || !utf8.ValidString(c.Name) || !toolformattest.IsObject(c.Arguments) {
 			t.Fatalf("bad call %q %s from %q", c.Name, c.Arguments, reply)
 		}
 	}
@@ -52,48 +48,12 @@ func checkInvariants(t *testing.T, reply string, p toolformat.Parsed) {
 }
 
 func TestHostileReplies(t *testing.T) {
-	for _, reply := range hostileReplies {
-		p, err := New().Parse(context.Background(), reply, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkInvariants(t, reply, p)
-	}
+	toolformattest.Hostile(t, newParser, hostileReplies, nil, checkInvariants)
 }
 
 // FuzzParse: no panic, no hang, invariants hold, same answer twice. The
 // seed corpus (golden replies, hostile replies, testdata/fuzz) runs in
 // every `go test`.
 func FuzzParse(f *testing.F) {
-	cases, _ := goldenCases(f, Name)
-	for _, c := range cases {
-		f.Add(c.Reply)
-	}
-	for _, r := range hostileReplies {
-		f.Add(r[:min(len(r), 4096)])
-	}
-	f.Fuzz(func(t *testing.T, reply string) {
-		p, err := New().Parse(context.Background(), reply, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkInvariants(t, reply, p)
-		again, _ := New().Parse(context.Background(), reply, nil)
-		if !reflect.DeepEqual(p, again) {
-			t.Fatalf("two parses of %q differ", reply)
-		}
-	})
-}
-
-// isObject reports whether raw is exactly one JSON object (numbers of any
-// size allowed).
-func isObject(raw []byte) bool {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var obj map[string]any
-	if d.Decode(&obj) != nil || obj == nil {
-		return false
-	}
-	_, err := d.Token()
-	return err == io.EOF
+	toolformattest.Fuzz(f, Name, newParser, hostileReplies, nil, checkInvariants)
 }

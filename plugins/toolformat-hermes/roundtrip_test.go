@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/agentenv/agentenv/plugins/toolformattest"
 )
 
 // The round trip: calls rendered the way the Qwen3 chat template renders
@@ -33,22 +35,9 @@ type object []member
 var runePool = []string{"a", "Z", "0", " ", "\n", "\t", "\"", "\\", "/", "<", ">", "&", "'", "{", "}", "[", "]",
 	":", ",", "\x01", "\x7f", "é", "日本", "😀", "\u2028", "<tool_call>", "<function=x>", "null", "NaN", "true"}
 
-func randString(r *rand.Rand) string {
-	var b strings.Builder
-	for range r.IntN(12) {
-		b.WriteString(runePool[r.IntN(len(runePool))])
-	}
-	return b.String()
-}
+func randString(r *rand.Rand) string { return toolformattest.RandString(r, runePool) }
 
-func randName(r *rand.Rand) string {
-	const first, rest = "abcdefghijklmnopqrstuvwxyz_", "abcdefghijklmnopqrstuvwxyz_0123456789"
-	n := []byte{first[r.IntN(len(first))]}
-	for range r.IntN(10) {
-		n = append(n, rest[r.IntN(len(rest))])
-	}
-	return string(n)
-}
+var randName = toolformattest.RandName
 
 var schemaTypes = []string{"string", "integer", "number", "boolean", "object", "array", "null"}
 

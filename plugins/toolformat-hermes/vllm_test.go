@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/agentenv/agentenv/plugins/toolformattest"
 )
 
 // TestGoldenMatchesVLLMModel runs the model of vLLM's parsers over the
@@ -17,7 +19,7 @@ func TestGoldenMatchesVLLMModel(t *testing.T) {
 		}
 		t.Skip("python3 not found")
 	}
-	out, err := exec.Command(py, "../testdata/toolformat/vllm_oracle.py", goldenPath).CombinedOutput()
+	out, err := exec.Command(py, "../testdata/toolformat/vllm_oracle.py", toolformattest.GoldenPath).CombinedOutput()
 	if err != nil {
 		t.Fatalf("vllm_oracle.py: %v\n%s", err, out)
 	}

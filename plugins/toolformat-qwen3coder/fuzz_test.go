@@ -1,15 +1,12 @@
 package qwen3coder
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"io"
-	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/agentenv/agentenv/plugins/toolformattest"
 	"github.com/agentenv/agentenv/sdk/toolformat"
 )
 
@@ -33,7 +30,7 @@ var hostileReplies = []string{
 
 // typedTools is the golden "typed" toolset: one parameter of each type.
 func typedTools(t testing.TB) []toolformat.Tool {
-	_, sets := goldenCases(t, Name)
+	_, sets := toolformattest.Cases(t, Name)
 	return sets["typed"]
 }
 
@@ -51,7 +48,7 @@ func checkInvariants(t *testing.T, reply string, p toolformat.Parsed) {
 		t.Fatalf("reply %q: %d calls and %d unparsed", trimmed, len(p.Calls), len(p.Unparsed))
 	}
 	for _, c := range p.Calls {
-		if c.Name == "" || !utf8.ValidString(c.Name) || !utf8.Valid(c.Arguments) || !isObject(c.Arguments) {
+		if c.Name == "" || !utf8.ValidString(c.Name) || !utf8.Valid(c.Arguments) || !toolformattest.IsObject(c.Arguments) {
 			t.Fatalf("bad call %q %s from %q", c.Name, c.Arguments, reply)
 		}
 	}
@@ -63,39 +60,14 @@ func checkInvariants(t *testing.T, reply string, p toolformat.Parsed) {
 }
 
 func TestHostileReplies(t *testing.T) {
-	tools := typedTools(t)
-	for _, reply := range hostileReplies {
-		p, err := New().Parse(context.Background(), reply, tools)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkInvariants(t, reply, p)
-	}
+	toolformattest.Hostile(t, newParser, hostileReplies, typedTools(t), checkInvariants)
 }
 
 // FuzzParse: no panic, no hang, invariants hold, same answer twice. The
 // seed corpus (golden replies, hostile replies, testdata/fuzz) runs in
 // every `go test`.
 func FuzzParse(f *testing.F) {
-	cases, _ := goldenCases(f, Name)
-	for _, c := range cases {
-		f.Add(c.Reply)
-	}
-	for _, r := range hostileReplies {
-		f.Add(r[:min(len(r), 4096)])
-	}
-	tools := typedTools(f)
-	f.Fuzz(func(t *testing.T, reply string) {
-		p, err := New().Parse(context.Background(), reply, tools)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkInvariants(t, reply, p)
-		again, _ := New().Parse(context.Background(), reply, tools)
-		if !reflect.DeepEqual(p, again) {
-			t.Fatalf("two parses of %q differ", reply)
-		}
-	})
+	toolformattest.Fuzz(f, Name, newParser, hostileReplies, typedTools(f), checkInvariants)
 }
 
 // FuzzConvert types any value as each schema type: the result is valid
@@ -126,17 +98,4 @@ func FuzzConvert(f *testing.F) {
 			}
 		}
 	})
-}
-
-// isObject reports whether raw is exactly one JSON object (numbers of any
-// size allowed).
-func isObject(raw []byte) bool {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var obj map[string]any
-	if d.Decode(&obj) != nil || obj == nil {
-		return false
-	}
-	_, err := d.Token()
-	return err == io.EOF
 }

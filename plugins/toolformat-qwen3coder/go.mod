@@ -2,7 +2,10 @@ module github.com/agentenv/agentenv/plugins/toolformat-qwen3coder
 
 go 1.26.0
 
-require github.com/agentenv/agentenv/sdk v0.0.0-00010101000000-000000000000
+require (
+	github.com/agentenv/agentenv/plugins/toolformattest v0.0.0-00010101000000-000000000000
+	github.com/agentenv/agentenv/sdk v0.0.0-00010101000000-000000000000
+)
 
 require (
 	github.com/fatih/color v1.13.0 // indirect
@@ -22,3 +25,5 @@ require (
 )
 
 replace github.com/agentenv/agentenv/sdk => ../../sdk
+
+replace github.com/agentenv/agentenv/plugins/toolformattest => ../toolformattest

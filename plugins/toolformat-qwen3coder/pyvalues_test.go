@@ -1,11 +1,11 @@
 package qwen3coder
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
-	"reflect"
 	"testing"
+
+	"github.com/agentenv/agentenv/plugins/toolformattest"
 )
 
 // pyRow is one string and what CPython made of it (testdata/gen_pyvalues.py).
@@ -34,20 +34,6 @@ func loadPyRows(t testing.TB) []pyRow {
 		t.Fatalf("testdata/pyvalues.json has only %d rows", len(f.Rows))
 	}
 	return f.Rows
-}
-
-// sameJSON compares two JSON texts as values, numbers by their text.
-func sameJSON(a, b []byte) bool {
-	decode := func(x []byte) (any, error) {
-		d := json.NewDecoder(bytes.NewReader(x))
-		d.UseNumber()
-		var v any
-		err := d.Decode(&v)
-		return v, err
-	}
-	va, errA := decode(a)
-	vb, errB := decode(b)
-	return errA == nil && errB == nil && reflect.DeepEqual(va, vb)
 }
 
 func TestPyIntMatchesCPython(t *testing.T) {
@@ -109,7 +95,7 @@ func TestLiteralEvalMatchesCPython(t *testing.T) {
 			t.Errorf("literalEval(%q): %v; CPython gives %s", r.In, err, lit.JSON)
 		case !lit.OK && err == nil:
 			t.Errorf("literalEval(%q) = %s; CPython fails (%s)", r.In, out, lit.Why)
-		case lit.OK && !sameJSON(out, []byte(lit.JSON)):
+		case lit.OK && !toolformattest.SameJSON(out, []byte(lit.JSON)):
 			t.Errorf("literalEval(%q) = %s; CPython gives %s", r.In, out, lit.JSON)
 		}
 	}

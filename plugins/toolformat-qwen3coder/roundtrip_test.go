@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentenv/agentenv/plugins/toolformattest"
 	"github.com/agentenv/agentenv/sdk/toolformat"
 )
 
@@ -34,22 +35,9 @@ type object []member
 var runePool = []string{"a", "Z", "0", " ", "\n", "\t", "\"", "\\", "/", "<", ">", "&", "'", "{", "}", "[", "]",
 	":", ",", "\x01", "é", "日本", "😀", "\u2028", "<tool_call>", "<function=x>", "None", "True", "1", "-"}
 
-func randString(r *rand.Rand) string {
-	var b strings.Builder
-	for range r.IntN(12) {
-		b.WriteString(runePool[r.IntN(len(runePool))])
-	}
-	return b.String()
-}
+func randString(r *rand.Rand) string { return toolformattest.RandString(r, runePool) }
 
-func randName(r *rand.Rand) string {
-	const first, rest = "abcdefghijklmnopqrstuvwxyz_", "abcdefghijklmnopqrstuvwxyz_0123456789"
-	n := []byte{first[r.IntN(len(first))]}
-	for range r.IntN(10) {
-		n = append(n, rest[r.IntN(len(rest))])
-	}
-	return string(n)
-}
+var randName = toolformattest.RandName
 
 var schemaTypes = []string{"string", "integer", "number", "boolean", "object", "array", "null"}
 
