@@ -342,14 +342,7 @@ func (s *syncBuffer) String() string {
 
 // Messages over gRPC's 4 MiB default cross between host and plugin.
 func TestLargeCallThroughHost(t *testing.T) {
-	dir := t.TempDir()
-	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
-	h := newHost(t, dir, nil)
-	ctx := ctxTimeout(t, 60*time.Second)
-	r, err := h.Reward(ctx, "v", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r, ctx := startRewardV1(t, nil)
 	scores := make(map[string]float64, 300000)
 	for i := range 300000 {
 		scores[fmt.Sprintf("verifier-step-%07d", i)] = 1

@@ -55,14 +55,7 @@ func waitGone(t *testing.T, pid int, within time.Duration) {
 }
 
 func TestKilledPluginIsRestarted(t *testing.T) {
-	dir := t.TempDir()
-	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
-	h := newHost(t, dir, nil)
-	ctx := ctxTimeout(t, 60*time.Second)
-	r, err := h.Reward(ctx, "v", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, r, ctx := startRewardV1(t, nil)
 	pid := pidOf(t, ctx, r)
 
 	// Calls in flight when the plugin dies fail at once, naming it.
@@ -115,14 +108,7 @@ func TestKilledPluginIsRestarted(t *testing.T) {
 
 // A crash noticed with no call in flight is repaired before the next call.
 func TestIdleCrashIsNoticed(t *testing.T) {
-	dir := t.TempDir()
-	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
-	h := newHost(t, dir, nil)
-	ctx := ctxTimeout(t, 60*time.Second)
-	r, err := h.Reward(ctx, "v", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, r, ctx := startRewardV1(t, nil)
 	pid := pidOf(t, ctx, r)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -342,14 +328,7 @@ func TestHotSwapDrainsInFlightCalls(t *testing.T) {
 }
 
 func TestCloseStopsPlugins(t *testing.T) {
-	dir := t.TempDir()
-	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
-	h := newHost(t, dir, nil)
-	ctx := ctxTimeout(t, 60*time.Second)
-	r, err := h.Reward(ctx, "v", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, r, ctx := startRewardV1(t, nil)
 	pid := pidOf(t, ctx, r)
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
@@ -366,14 +345,7 @@ func TestCloseStopsPlugins(t *testing.T) {
 // A plugin killed hard cannot remove its unix socket; the host's Close
 // removes the folder that holds them, so nothing is left in TMPDIR.
 func TestCloseRemovesSocketsOfKilledPlugins(t *testing.T) {
-	dir := t.TempDir()
-	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
-	h := newHost(t, dir, nil)
-	ctx := ctxTimeout(t, 60*time.Second)
-	r, err := h.Reward(ctx, "v", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, r, ctx := startRewardV1(t, nil)
 	pid := pidOf(t, ctx, r)
 	socks, _ := filepath.Glob(filepath.Join(h.sockDir, "plugin*"))
 	if len(socks) != 1 {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentenv/agentenv/sdk/reward"
 )
 
 // The tests run real plugin binaries, built once per test run from
@@ -164,4 +166,20 @@ func ctxTimeout(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// startRewardV1 installs reward plugin v1 as agentenv-reward-v, starts a
+// host on it (mod, if not nil, adjusts its options) and returns the host,
+// the plugin and a context for the test's calls.
+func startRewardV1(t *testing.T, mod func(*Options)) (*Host, reward.Combiner, context.Context) {
+	t.Helper()
+	dir := t.TempDir()
+	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
+	h := newHost(t, dir, mod)
+	ctx := ctxTimeout(t, 60*time.Second)
+	r, err := h.Reward(ctx, "v", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, r, ctx
 }
