@@ -147,6 +147,13 @@ func newRig(t testing.TB, dir string, opts rigOptions) *rig {
 // assertNothingLive checks the sandbox lists no sandbox of this test.
 func (r *rig) assertNothingLive() {
 	r.t.Helper()
+	// Teardown runs in the background (the final observation does not wait
+	// for it); the engine's teardowns end within their timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.engine.Idle(ctx); err != nil {
+		r.t.Errorf("teardowns still running: %v", err)
+	}
 	live, err := r.driver.List(context.Background(), map[string]string{"agentenv.instance": "episode-test"})
 	if err != nil {
 		r.t.Errorf("List: %v", err)
@@ -154,7 +161,7 @@ func (r *rig) assertNothingLive() {
 	}
 	for _, sb := range live {
 		r.t.Errorf("sandbox %s (episode %s) still live after the test", sb.ID, sb.Labels["agentenv.episode"])
-		_ = r.driver.Terminate(context.Background(), sb.ID)
+		_ = r.driver.Terminate(context.Background(), sb)
 	}
 }
 

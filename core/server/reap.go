@@ -13,7 +13,7 @@ import (
 
 // LabelServer is the sandbox label naming the server instance that
 // deployed a sandbox; a restarted server reaps what carries its id.
-const LabelServer = "agentenv.server"
+const LabelServer = sandbox.LabelServer
 
 // ServerID is a stable id for a server of this bundle on this address: the
 // same after a restart, different for another bundle or port, so two
@@ -45,7 +45,7 @@ func Reap(ctx context.Context, r Reaper, serverID string) (int, error) {
 	n := 0
 	var errs []error
 	for _, sb := range left {
-		if err := r.Terminate(ctx, sb.ID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+		if err := r.Terminate(ctx, sb); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("reap: terminate sandbox %s: %w", sb.ID, err))
 			continue
 		}

@@ -36,7 +36,8 @@ func (f *fakeReaper) List(_ context.Context, labels map[string]string) ([]sandbo
 	return out, nil
 }
 
-func (f *fakeReaper) Terminate(_ context.Context, id string) error {
+func (f *fakeReaper) Terminate(_ context.Context, sb sandbox.Sandbox) error {
+	id := sb.ID
 	if f.failIDs[id] {
 		return errors.New("daemon said no")
 	}
