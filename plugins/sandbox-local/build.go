@@ -17,6 +17,9 @@ var _ sandbox.Preparer = (*Plugin)(nil)
 // in a process group of its own, within build_timeout. The SDK runs it
 // once per env per plugin process, before the env's first deploy.
 func (p *Plugin) Prepare(ctx context.Context, spec sandbox.Spec) error {
+	if err := runnable(spec); err != nil {
+		return err
+	}
 	if len(spec.Build) == 0 {
 		return nil
 	}

@@ -155,13 +155,22 @@ func (p *Plugin) config() Config {
 // Deploy runs spec's env. Only process mode exists so far: spec.Command
 // must be set.
 func (p *Plugin) Deploy(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
-	if len(spec.Command) == 0 {
-		if spec.Image != "" {
-			return sandbox.Sandbox{}, fmt.Errorf("sandbox-local: env %q has only an image (%s); this version runs envs as processes only, so give the env a command in env.toml", spec.Env, spec.Image)
-		}
-		return sandbox.Sandbox{}, fmt.Errorf("sandbox-local: env %q has no command to run", spec.Env)
+	if err := runnable(spec); err != nil {
+		return sandbox.Sandbox{}, err
 	}
 	return p.deployProcess(ctx, spec)
+}
+
+// runnable says why this sandbox cannot run spec's env, if it cannot.
+// Prepare checks it too, so serve refuses such an env at start.
+func runnable(spec sandbox.Spec) error {
+	if len(spec.Command) > 0 {
+		return nil
+	}
+	if spec.Image != "" {
+		return fmt.Errorf("sandbox-local: env %q has only an image (%s); this version runs envs as processes only, so give the env a command in env.toml", spec.Env, spec.Image)
+	}
+	return fmt.Errorf("sandbox-local: env %q has no command to run", spec.Env)
 }
 
 // List returns the live sandboxes whose labels include labels. Sandboxes
