@@ -56,7 +56,7 @@ type episode struct {
 	// Play state, touched only while holding busy.
 	next     int // index of the next step to run
 	turn     *turn
-	capped   bool // max_turns reached: no more turns open
+	capped   bool // no more turns open: max_turns reached, or a reply ended its turn without end_turn
 	answers  map[string]string
 	scores   map[string]float64
 	replies  int
@@ -221,7 +221,11 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 		tool(res.Text)
 	}
 	if !ended && len(parsed.Calls) == 0 && len(parsed.Unparsed) == 0 {
-		ended = true // a reply without a tool call ends its turn
+		// A reply without a tool call ends the turn it left open, and the
+		// turns after it end empty (as SkyRL's page has it): only end_turn
+		// hands the model the next prompt.
+		ended = true
+		ep.capped = true
 	}
 	if !ended && t.step.MaxTurns > 0 && t.replies >= t.step.MaxTurns {
 		ended = true

@@ -1,6 +1,7 @@
 package episode_test
 
 import (
+	"errors"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -80,6 +81,18 @@ func TestMain(m *testing.M) {
 type countingDriver struct {
 	sandbox.Driver
 	deploys atomic.Int64
+	// failTerminates makes that many Terminate calls fail as a crashed
+	// plugin's do, before any reaches the plugin.
+	failTerminates atomic.Int64
+	terminates     atomic.Int64
+}
+
+func (d *countingDriver) Terminate(ctx context.Context, sb sandbox.Sandbox) error {
+	d.terminates.Add(1)
+	if d.failTerminates.Add(-1) >= 0 {
+		return errors.New("plugin sandbox-local: plugin process crashed")
+	}
+	return d.Driver.Terminate(ctx, sb)
 }
 
 func (d *countingDriver) Deploy(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
