@@ -26,7 +26,7 @@ var (
 )
 
 var pluginSources = map[string]string{
-	"agentenv-sandbox-local":    "../../plugins/sandbox-local/cmd/agentenv-sandbox-local",
+	"agentenv-sandbox-local":     "../../plugins/sandbox-local/cmd/agentenv-sandbox-local",
 	"agentenv-toolformat-hermes": "../../plugins/toolformat-hermes/cmd/agentenv-toolformat-hermes",
 }
 
