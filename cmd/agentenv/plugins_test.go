@@ -162,7 +162,7 @@ func TestPluginsInspect(t *testing.T) {
 		{[]string{"plugins", "inspect", "mean", "--json"}, 0, []string{`"kind": "reward"`, `"status": "ok"`}},
 		{[]string{"plugins", "inspect", "nope"}, 1, []string{"plugin nope: plugin not found"}},
 		{[]string{"plugins", "list", "--help"}, 0, []string{"--json", "agentenv plugins list"}},
-		{[]string{"version"}, 0, []string{"agentenv ", "plugin protocol 1"}},
+		{[]string{"version"}, 0, []string{"agentenv ", "plugin protocol 2"}},
 		{[]string{"plugin-serve", "reward-nope"}, 1, []string{`no built-in plugin "reward-nope"`}},
 	}
 	for _, tc := range tests {
