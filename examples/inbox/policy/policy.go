@@ -125,6 +125,23 @@ func New(shape Shape) rollout.NewPolicy {
 	}
 }
 
+// Action is one reply of the policy: a tool call with at most one
+// parameter, or, with no Tool, a plain reply whose text is Value.
+type Action struct {
+	Tool, Param, Value string
+}
+
+// Text writes the action as the model's reply, in qwen3_coder.
+func (a Action) Text() string {
+	switch {
+	case a.Tool == "":
+		return a.Value + EndOfTurn
+	case a.Param == "":
+		return Call(a.Tool)
+	}
+	return Call(a.Tool, a.Param, a.Value)
+}
+
 // player walks the script: for each turn, its tool calls one a reply,
 // then the answer.
 type player struct {
@@ -136,8 +153,17 @@ type player struct {
 }
 
 func (p *player) Reply(obs rollout.Observation) (string, error) {
+	a, err := p.next(obs)
+	if err != nil {
+		return "", err
+	}
+	return a.Text(), nil
+}
+
+// next decides the reply to obs.
+func (p *player) next(obs rollout.Observation) (Action, error) {
 	if p.turn >= len(p.turns) {
-		return "", fmt.Errorf("the episode goes on after the script's %d turns", len(p.turns))
+		return Action{}, fmt.Errorf("the episode goes on after the script's %d turns", len(p.turns))
 	}
 	t := p.turns[p.turn]
 	switch p.phase {
@@ -145,27 +171,27 @@ func (p *player) Reply(obs rollout.Observation) (string, error) {
 		switch {
 		case t.Folders:
 			p.phase = 2
-			return Call("list_folders"), nil
+			return Action{Tool: "list_folders"}, nil
 		case t.Search != "":
 			p.phase = 1
-			return Call("search_emails", "query", t.Search), nil
+			return Action{Tool: "search_emails", Param: "query", Value: t.Search}, nil
 		}
 		return p.answer(t) // from the email the last turn read
 	case 1:
 		text, err := toolAnswer(obs)
 		if err != nil {
-			return "", err
+			return Action{}, err
 		}
 		id, err := pickHit(text, t.Subject)
 		if err != nil {
-			return "", err
+			return Action{}, err
 		}
 		p.phase = 2
-		return Call("read_email", "id", id), nil
+		return Action{Tool: "read_email", Param: "id", Value: id}, nil
 	default:
 		text, err := toolAnswer(obs)
 		if err != nil {
-			return "", err
+			return Action{}, err
 		}
 		p.last = text
 		return p.answer(t)
@@ -173,21 +199,21 @@ func (p *player) Reply(obs rollout.Observation) (string, error) {
 }
 
 // answer ends the turn the way the shape does.
-func (p *player) answer(t Turn) (string, error) {
+func (p *player) answer(t Turn) (Action, error) {
 	m := t.Answer.FindStringSubmatch(p.last)
 	if m == nil {
-		return "", fmt.Errorf("turn %d: %q is not in the tool's answer %q", p.turn+1, t.Answer, p.last)
+		return Action{}, fmt.Errorf("turn %d: %q is not in the tool's answer %q", p.turn+1, t.Answer, p.last)
 	}
 	answer := m[1]
 	first := p.turn == 0
 	p.turn, p.phase = p.turn+1, 0
 	switch {
 	case p.shape == Reply:
-		return "The answer is " + answer + "." + EndOfTurn, nil
+		return Action{Value: "The answer is " + answer + "."}, nil
 	case p.shape == Wrong && first:
-		return Call("end_turn", "answer", WrongAnswer), nil
+		answer = WrongAnswer
 	}
-	return Call("end_turn", "answer", answer), nil
+	return Action{Tool: "end_turn", Param: "answer", Value: answer}, nil
 }
 
 // toolAnswer is the one tool message a one-call reply gets; an error
