@@ -43,6 +43,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	split := fs.String("split", "eval", "the split whose tasks to play")
 	task := fs.String("task", "", "play this one task instead of a split")
 	format := fs.String("tool-format", "qwen3_coder", "the tool_format each reset names; the replies are written in qwen3_coder")
+	maxTurns := fs.Int("max-turns", 0, "the trainer's turn cap: end each episode after this many replies (0: none)")
 	show := fs.Bool("show", false, "print every rollout's messages")
 	tokenVar := fs.String("token-var", "AGENTENV_TOKEN", "environment variable holding the server's token (unset: none)")
 	if err := fs.Parse(args); err != nil {
@@ -50,6 +51,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *maxTurns < 0 {
+		return fmt.Errorf("--max-turns is %d; give 0 (no cap) or more", *maxTurns)
 	}
 	var plays []policy.Shape
 	if *shapes == "all" {
@@ -75,7 +79,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	for _, sh := range plays {
 		var rows []rollout.Result
 		for _, id := range tasks {
-			res, err := rollout.Play(ctx, *server, token, rollout.Reset{TaskID: id, ToolFormat: *format}, policy.New(sh))
+			res, err := rollout.Play(ctx, *server, token, rollout.Reset{TaskID: id, ToolFormat: *format, MaxTurns: *maxTurns}, policy.New(sh))
 			if err != nil {
 				return fmt.Errorf("policy %s: %w", sh, err)
 			}
