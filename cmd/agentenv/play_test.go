@@ -37,7 +37,7 @@ func (e *echoEpisode) State() episode.State {
 func (e *echoEpisode) Start(context.Context) (episode.Observation, error) {
 	return episode.Observation{EpisodeID: "ep-1", TaskID: "t",
 		Messages: []episode.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Say done."}},
-		Tools:    []episode.Tool{{Type: "function", Function: episode.Function{Name: "echo", Description: "Echo text.", Parameters: []byte(`{"type":"object"}`)}}},
+		Tools:    []episode.Tool{{Name: "echo", Description: "Echo text.", Parameters: []byte(`{"type":"object"}`)}},
 	}, nil
 }
 
