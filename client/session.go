@@ -97,6 +97,9 @@ func (r ResetRequest) wire(ctx context.Context) resetData {
 		d.Split, d.Index = &split, &index
 	}
 	switch dl, ok := ctx.Deadline(); {
+	case r.Wait < 0:
+		w := 0.0
+		d.WaitS = &w
 	case r.Wait > 0:
 		w := r.Wait.Seconds()
 		d.WaitS = &w

@@ -25,7 +25,7 @@ type ResetRequest struct {
 	EpisodeID string
 	// Wait is how long the server may queue the reset for a free slot
 	// (wire: wait_s). 0: until shortly before ctx's deadline, or the
-	// server's default (600 s) when ctx has none.
+	// server's default (600 s) when ctx has none; negative: not at all.
 	Wait time.Duration
 }
 
