@@ -343,6 +343,8 @@ func (k *conn) why(err error) error {
 	var ce *websocket.CloseError
 	var ne net.Error
 	switch {
+	case errors.As(err, &ce) && ce.Code == websocket.CloseAbnormalClosure:
+		return fmt.Errorf("%w: it was cut without a close message (%s)", ErrDisconnected, ce.Text)
 	case errors.As(err, &ce):
 		reason := ce.Text
 		if reason == "" {
