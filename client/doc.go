@@ -2,9 +2,9 @@
 // session WebSocket (/ws) on which episodes are reset and stepped, and the
 // HTTP task catalogue (/health, /splits, /tasks, /toolsets). The protocol
 // itself is described in docs/protocol.md and docs/serving.md; this
-// package is its Go binding, used by `agentenv play`, the benchmarks and
-// the evaluation runner. It depends only on the standard library and
-// gorilla/websocket.
+// package is its Go binding, used by `agentenv play` and the benchmarks.
+// It depends only on the standard library and gorilla/websocket, so a
+// program that imports it pulls in nothing of the server.
 //
 // # Sessions
 //

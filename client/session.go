@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -152,7 +153,9 @@ func (s *Session) State(ctx context.Context) (State, error) {
 
 // Close ends the session: it sends a close message, so the server tears
 // down the episode in play, and waits (up to 5 s) for the server to close
-// the connection. A call in flight returns ErrClosed. Close is idempotent.
+// the connection. With a call in flight (Close from another goroutine) it
+// drops the connection at once instead, and the call returns ErrClosed;
+// the server tears the episode down all the same. Close is idempotent.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -167,6 +170,11 @@ func (s *Session) Close() error {
 	case <-k.done:
 		return nil
 	default:
+	}
+	if k.busy.Load() {
+		k.abort(ErrClosed)
+		<-k.done
+		return nil
 	}
 	if k.write([]byte(`{"type":"close"}`)) == nil {
 		t := time.NewTimer(closeWait)
@@ -257,6 +265,7 @@ type conn struct {
 	quit    chan struct{} // closed by abort
 	quitted sync.Once
 	writeMu sync.Mutex
+	busy    atomic.Bool // a call waits for its answer
 
 	mu       sync.Mutex
 	err      error  // why the connection ended; the first reason wins
@@ -400,6 +409,8 @@ func (k *conn) call(ctx context.Context, frame []byte, want string, out any) err
 		return k.failure()
 	default:
 	}
+	k.busy.Store(true)
+	defer k.busy.Store(false)
 	stop := context.AfterFunc(ctx, func() {
 		k.abort(fmt.Errorf("%w: closed when a call's context ended", ErrDisconnected))
 	})

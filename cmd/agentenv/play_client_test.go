@@ -505,3 +505,34 @@ func TestClientWaitsOutServeRestart(t *testing.T) {
 		t.Fatalf("step on the new server: %+v %v", res, err)
 	}
 }
+
+// Close from another goroutine while a step runs: the step returns
+// ErrClosed at once and the server tears the episode down.
+func TestClientCloseDuringStep(t *testing.T) {
+	srv := startEchoServer(t, "", server.Options{})
+	s := mustDial(t, srv.base, client.Options{})
+	ctx := ctxFor(t, 30*time.Second)
+	if _, err := s.Reset(ctx, client.ResetRequest{TaskID: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := s.Step(ctx, "slow")
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; !errors.Is(err, client.ErrClosed) || time.Since(start) > 2*time.Second {
+		t.Fatalf("step: %v after %s, want ErrClosed at once", err, time.Since(start))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.player.closed.Load() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the server did not tear the episode down")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
