@@ -347,6 +347,11 @@ func TestClientWaitsOutDrainAndRestart(t *testing.T) {
 		got <- dialed{s, err}
 	}()
 	<-drained
+	select {
+	case <-held.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held session did not see the shutdown")
+	}
 	if !errors.Is(held.Err(), client.CodeShuttingDown) {
 		t.Errorf("held session: Err %v, want SHUTTING_DOWN", held.Err())
 	}
