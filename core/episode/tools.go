@@ -2,11 +2,11 @@ package episode
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"sync"
