@@ -28,9 +28,10 @@ var hostileReplies = []string{
 // reason, and every call is a named JSON object.
 func checkInvariants(t *testing.T, reply string, p toolformat.Parsed) {
 	t.Helper()
-	trimmed := toolformat.TrimReply(reply)
-	if !strings.HasPrefix(trimmed, p.Content) {
-		t.Fatalf("content %q is not the start of the reply %q", p.Content, trimmed)
+	split := toolformat.SplitReply(reply)
+	trimmed := split.Before + "\x00" + split.Content // where calls are read
+	if !strings.HasPrefix(split.Content, p.Content) {
+		t.Fatalf("content %q is not the start of the reply's content %q", p.Content, split.Content)
 	}
 	if strings.Contains(trimmed, openTag) != (len(p.Calls)+len(p.Unparsed) > 0) {
 		t.Fatalf("reply %q: %d calls and %d unparsed; a <tool_call> must give one or the other", trimmed, len(p.Calls), len(p.Unparsed))

@@ -39,9 +39,10 @@ func typedTools(t testing.TB) []toolformat.Tool {
 // unparsed call, and every call is a named JSON object.
 func checkInvariants(t *testing.T, reply string, p toolformat.Parsed) {
 	t.Helper()
-	trimmed := toolformat.TrimReply(reply)
-	if !strings.HasPrefix(trimmed, p.Content) {
-		t.Fatalf("content %q is not the start of the reply %q", p.Content, trimmed)
+	split := toolformat.SplitReply(reply)
+	trimmed := split.Before + "\x00" + split.Content // where calls are read
+	if !strings.HasPrefix(split.Content, p.Content) {
+		t.Fatalf("content %q is not the start of the reply's content %q", p.Content, split.Content)
 	}
 	opens := strings.Contains(trimmed, blockOpen) || strings.Contains(trimmed, funcOpen)
 	if opens != (len(p.Calls)+len(p.Unparsed) > 0) {

@@ -160,12 +160,17 @@ def qwen3_coder(text, tools):
 PARSERS = {"hermes": hermes, "qwen3_coder": qwen3_coder}
 
 
-def as_value(arguments):
-    """vLLM's arguments string as a value; text that is not JSON (NaN) stays text."""
+def as_call(name, arguments):
+    """A call as golden.json writes vLLM's: "arguments" as a JSON value, or
+    "arguments_text" for arguments that are not JSON (NaN, Infinity)."""
     try:
-        return json.loads(arguments, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+        return {"name": name, "arguments": json.loads(arguments, parse_constant=reject_constant)}
     except ValueError:
-        return arguments
+        return {"name": name, "arguments_text": arguments}
+
+
+def reject_constant(name):
+    raise ValueError(name)
 
 
 def main():
@@ -176,10 +181,10 @@ def main():
         tools = golden["toolsets"][case.get("tools", "default")]
         for fmt in case["formats"]:
             content, calls = PARSERS[fmt](split_reply(case["reply"]), tools)
-            got = {"content": content or "", "calls": [{"name": n, "arguments": as_value(a)} for n, a in calls]}
+            got = {"content": content or "", "calls": [as_call(n, a) for n, a in calls]}
             if "vllm" in case:
                 want = {"content": case["vllm"].get("content") or "",
-                        "calls": [{"name": c["name"], "arguments": c["arguments"]} for c in case["vllm"].get("calls", [])]}
+                        "calls": case["vllm"].get("calls", [])}
                 label = "vllm entry"
             else:
                 if case.get("unparsed"):
