@@ -164,8 +164,13 @@ func (r *reader) strayFunctions(gap span, reason string) {
 		if start < 0 {
 			return
 		}
+		// It runs to its </function>, or up to the next <function= when
+		// that comes first, so each stray function is reported on its own.
 		end := gap.end
-		if j := r.funcClose.next(start, gap.end); j >= 0 {
+		if j := r.funcOpen.next(start+len(funcOpen), gap.end); j >= 0 {
+			end = j
+		}
+		if j := r.funcClose.next(start, end); j >= 0 {
 			end = j + len(funcClose)
 		}
 		r.unparsed(span{start, end}, reason)
