@@ -195,7 +195,7 @@ def golden_problem(case, v):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("checkout", help="a vLLM source tree (holding vllm/tool_parsers and vllm/reasoning)")
-    ap.add_argument("--per-format", type=int, default=200, help="generated replies per format (default 200)")
+    ap.add_argument("--per-format", type=int, default=500, help="generated replies per format (default 500)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--show", type=int, default=3, help="example replies to print per row")
     args = ap.parse_args()
@@ -210,7 +210,7 @@ def main():
     tally = Counter()
     oracle_agrees = 0
     for req in requests:
-        fmt, group = req["format"], req["kind"] if req["kind"] == "golden" else "corpus"
+        fmt, group = req["format"], req["kind"]
         v = vllm.run(fmt, req["reply"], req["tools"])
         o = ours[req["id"]]
         m = vllm_oracle.PARSERS[fmt](vllm_oracle.split_reply(req["reply"]), req["tools"])
@@ -233,10 +233,10 @@ def main():
             examples.setdefault(rid, []).append(req["reply"])
 
     print(f"vLLM checkout: {args.checkout}")
-    for group in ("golden", "corpus"):
-        for fmt in ("hermes", "qwen3_coder"):
+    for fmt in ("hermes", "qwen3_coder"):
+        for group in ("golden", "realistic", "typed", "adversarial"):
             n, s, d = (tally[group, fmt, k] for k in ("replies", "same", "differ"))
-            print(f"{group:7} {fmt:12} {n:4} replies: {s:4} the same as vLLM, {d:4} differ")
+            print(f"{fmt:12} {group:12} {n:4} replies: {s:4} the same as vLLM, {d:4} differ")
     print(f"CI model (vllm_oracle.py) agrees with vLLM on {oracle_agrees} of {len(requests)} replies")
     print("replies that differ, by documented row:")
     for rid, _, _ in rows.ROWS:
