@@ -18,6 +18,8 @@ var hostileReplies = []string{
 	strings.Repeat(`<tool_call>{"name": "f", "arguments": {}}</tool_call>`, 20000),
 	"<tool_call>" + strings.Repeat("[", 100000),
 	"<tool_call>" + strings.Repeat(`{"a":`, 50000),
+	strings.Repeat("<tool_call>{\"name\": \"f\", \"arguments\": {}}", 20000) + "<think>",
+	"<tool_call>{\"n\": [" + strings.Repeat("NaN, 1e400, ", 50000) + "0]}",
 	strings.Repeat("<think>", 50000) + strings.Repeat("</think>", 50000),
 	strings.Repeat("<|im_end|>", 50000),
 	strings.Repeat(" <|im_end|>\n", 50000),

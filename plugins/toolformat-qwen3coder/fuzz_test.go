@@ -25,6 +25,8 @@ var hostileReplies = []string{
 	"<function=typed><parameter=x>" + strings.Repeat("(", 100000),
 	"<function=typed><parameter=x>" + strings.Repeat("-", 100000) + "1",
 	"<function=typed><parameter=i>" + strings.Repeat("1_", 100000) + "1",
+	strings.Repeat("<function=a", 50000) + "<think>",
+	strings.Repeat("<tool_call><function=a>", 50000) + "<think>",
 	strings.Repeat("<think>", 50000) + strings.Repeat("</think>", 50000),
 }
 

@@ -97,3 +97,29 @@ func TestOddity(t *testing.T) {
 		}
 	}
 }
+
+// FuzzNumbers: on any text, number tokens come in order, inside the text
+// and apart; masking keeps the length and touches only non-finite tokens.
+func FuzzNumbers(f *testing.F) {
+	for _, s := range []string{`{"a": [NaN, -Infinity, 1e400, "NaN"]}`, `--Infinity`, `"\"1`, `-`, ``} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		src := []byte(s)
+		last := 0
+		Numbers(src, func(n Number) {
+			if n.Start < last || n.End <= n.Start || n.End > len(src) {
+				t.Fatalf("token [%d, %d) after %d in %q", n.Start, n.End, last, s)
+			}
+			_ = n.Oddity(src)
+			last = n.End
+		})
+		masked := MaskNonFinite(src)
+		if len(masked) != len(src) {
+			t.Fatalf("masking %q changed its length", s)
+		}
+		if json.Valid(src) && !bytes.Equal(masked, src) {
+			t.Fatalf("masking changed valid JSON %q", s)
+		}
+	})
+}
