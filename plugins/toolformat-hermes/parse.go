@@ -93,8 +93,8 @@ func readCall(body string, closed bool) (toolformat.Call, string) {
 		return toolformat.Call{}, `empty <tool_call>: write {"name": "TOOL", "arguments": {...}} inside it` + unclosed
 	}
 	raw := []byte(body)
-	// Python's json reads NaN and Infinity; mask them so that Go's checks
-	// the rest of the grammar.
+	// Python's json reads NaN and Infinity; mask them so that Go's json.Valid
+	// checks the rest of Python's grammar.
 	if masked := jsonscan.MaskNonFinite(raw); !json.Valid(masked) {
 		var v any
 		return toolformat.Call{}, jsonReason(body, len(openTag), json.Unmarshal(masked, &v)) + unclosed
