@@ -62,12 +62,7 @@ func (t *ChatTemplate) WithTools(messages []Message, tools Tools, kwargs Kwargs)
 		return Prompt{}, fmt.Errorf("%w (before the system text): %s", ErrToolsOutsideSystem, Diff("tools=", want, "a system message", frame))
 	}
 	if !strings.HasSuffix(want, after) || len(want) < len(before)+len(after) {
-		k := 0 // the common tail
-		for k < len(after) && k < len(want)-len(before) && want[len(want)-1-k] == after[len(after)-1-k] {
-			k++
-		}
-		return Prompt{}, fmt.Errorf("%w (after the system text): %s", ErrToolsOutsideSystem,
-			diffAt("tools=", want, len(want)-k, "a system message", after, len(after)-k, len(frame)-len(after)))
+		return Prompt{}, fmt.Errorf("%w (after the system text): %s", ErrToolsOutsideSystem, afterDiff(want, len(before), messages, after, len(frame)-len(after)))
 	}
 	system := want[len(before) : len(want)-len(after)]
 	moved := append([]Message{{Role: "system", Content: system}}, rest...)
@@ -83,6 +78,26 @@ func (t *ChatTemplate) WithTools(messages []Message, tools Tools, kwargs Kwargs)
 		return Prompt{}, fmt.Errorf("render without the template kwargs: %w", err)
 	}
 	return Prompt{Messages: moved, Text: got, FilterText: filter}, nil
+}
+
+// afterDiff shows where tools= (want) and the system turn's frame part
+// after the system text (after, at byte base of the frame) differ: just
+// after the system message's own text when want holds it there, else at
+// the last difference.
+func afterDiff(want string, start int, messages []Message, after string, base int) string {
+	if len(messages) > 0 && messages[0].Role == "system" && messages[0].Content != "" && strings.HasPrefix(want[start:], messages[0].Content) {
+		i := start + len(messages[0].Content)
+		j := 0
+		for i < len(want) && j < len(after) && want[i] == after[j] {
+			i, j = i+1, j+1
+		}
+		return diffAt("tools=", want, i, "a system message", after, j, base)
+	}
+	k := 0 // the common tail
+	for k < len(after) && k < len(want)-start && want[len(want)-1-k] == after[len(after)-1-k] {
+		k++
+	}
+	return diffAt("tools=", want, len(want)-k, "a system message", after, len(after)-k, base)
 }
 
 // Diff says where a and b (named na and nb) first differ, with the text

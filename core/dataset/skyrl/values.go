@@ -91,8 +91,7 @@ func (p *jsonParser) value(path string) (plain, marked jinja.Value, err error) {
 				}
 				pl, mk = append(pl, a), append(mk, b)
 			}
-			_, err := p.dec.Token()
-			return jinja.NewList(pl), jinja.NewList(mk), err
+			return jinja.NewList(pl), jinja.NewList(mk), p.close(path)
 		}
 		pl, mk := jinja.NewDict(), jinja.NewDict()
 		for p.dec.More() {
@@ -111,8 +110,7 @@ func (p *jsonParser) value(path string) (plain, marked jinja.Value, err error) {
 			pl.AsDict().Set(key, a)
 			mk.AsDict().Set(key, b)
 		}
-		_, err := p.dec.Token()
-		return pl, mk, err
+		return pl, mk, p.close(path)
 	case string:
 		p.noteString(t)
 		v := jinja.NewString(t)
@@ -126,6 +124,14 @@ func (p *jsonParser) value(path string) (plain, marked jinja.Value, err error) {
 		return p.number(path, t)
 	}
 	return plain, marked, fmt.Errorf("%s: unexpected JSON token %v", path, tok)
+}
+
+// close reads the ] or } that ends a list or object.
+func (p *jsonParser) close(path string) error {
+	if _, err := p.dec.Token(); err != nil {
+		return fmt.Errorf("%s: not valid JSON: %w", path, err)
+	}
+	return nil
 }
 
 func (p *jsonParser) number(path string, n json.Number) (plain, marked jinja.Value, err error) {
