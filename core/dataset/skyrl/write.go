@@ -79,7 +79,11 @@ type TooLongError struct {
 
 func (e *TooLongError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d prompts are over --max-prompt-length %d (SkyRL's filter would drop them without saying); nothing was written:", len(e.Tasks), e.Max)
+	n := fmt.Sprintf("%d prompts are", len(e.Tasks))
+	if len(e.Tasks) == 1 {
+		n = "1 prompt is"
+	}
+	fmt.Fprintf(&b, "%s over --max-prompt-length %d (SkyRL's filter would drop them without saying); nothing was written:", n, e.Max)
 	for i, t := range e.Tasks {
 		if i == 5 {
 			fmt.Fprintf(&b, "\n  and %d more", len(e.Tasks)-i)
