@@ -79,6 +79,10 @@ func writeParquet(dir, name string, rows []Row) (tmp string, err error) {
 	if err := w.Close(); err != nil {
 		return "", fmt.Errorf("write %s: %w", name, err)
 	}
+	// CreateTemp made it 0600; the rows are no secret.
+	if err := f.Chmod(0o644); err != nil {
+		return "", fmt.Errorf("write %s: %w", name, err)
+	}
 	if err := f.Sync(); err != nil {
 		return "", fmt.Errorf("write %s: %w", name, err)
 	}
