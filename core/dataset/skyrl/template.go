@@ -180,7 +180,7 @@ func (t *ChatTemplate) Render(messages []Message, tools Tools, addGen bool, kwar
 	}
 	lineSep, escText := t.escText, false
 	for _, m := range messages {
-		lineSep = lineSep || strings.ContainsAny(m.Content, "\u2028\u2029") || strings.ContainsAny(m.Role, "\u2028\u2029")
+		lineSep = lineSep || hasLineSep(m.Content) || hasLineSep(m.Role)
 		escText = escText || hasLineSepEscape(m.Content) || hasLineSepEscape(m.Role)
 	}
 	for _, p := range parts {

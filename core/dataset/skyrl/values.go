@@ -164,16 +164,37 @@ func (p *jsonParser) hole(path, goJSON, goText, goRepr, pyJSON, pyText, pyRepr s
 }
 
 func (p *jsonParser) noteString(s string) {
-	if strings.ContainsAny(s, "\u2028\u2029") {
-		p.v.lineSep = true
-	}
-	if hasLineSepEscape(s) {
-		p.v.escText = true
+	p.v.lineSep = p.v.lineSep || hasLineSep(s)
+	p.v.escText = p.v.escText || hasLineSepEscape(s)
+}
+
+// hasLineSep says whether s holds U+2028 or U+2029 (E2 80 A8/A9): one
+// pass, as every render checks every message.
+func hasLineSep(s string) bool {
+	for {
+		i := strings.IndexByte(s, 0xE2)
+		if i < 0 || i+2 >= len(s) {
+			return false
+		}
+		if s[i+1] == 0x80 && (s[i+2] == 0xA8 || s[i+2] == 0xA9) {
+			return true
+		}
+		s = s[i+1:]
 	}
 }
 
+// hasLineSepEscape says whether s holds the text \u2028 or \u2029.
 func hasLineSepEscape(s string) bool {
-	return strings.Contains(s, `\u2028`) || strings.Contains(s, `\u2029`)
+	for {
+		i := strings.IndexByte(s, '\\')
+		if i < 0 {
+			return false
+		}
+		if strings.HasPrefix(s[i:], `\u2028`) || strings.HasPrefix(s[i:], `\u2029`) {
+			return true
+		}
+		s = s[i+1:]
+	}
 }
 
 // pyFloatRepr is Python's repr of a float: the shortest digits that read

@@ -180,3 +180,18 @@ func TestStrftime(t *testing.T) {
 		t.Fatal("%Q: no error")
 	}
 }
+
+func TestHasLineSep(t *testing.T) {
+	for _, c := range []struct {
+		s            string
+		sep, escaped bool
+	}{
+		{"", false, false}, {"plain é → text", false, false}, {"a\u2028b", true, false}, {"\u2029", true, false},
+		{"\u2027\u202a", false, false}, {`the text \u2028`, false, true}, {`\\u2029 end`, false, true}, {`\u20288`, false, true},
+		{`\u202`, false, false}, {"\xe2\x80", false, false},
+	} {
+		if hasLineSep(c.s) != c.sep || hasLineSepEscape(c.s) != c.escaped {
+			t.Errorf("%q: got %v %v, want %v %v", c.s, hasLineSep(c.s), hasLineSepEscape(c.s), c.sep, c.escaped)
+		}
+	}
+}
