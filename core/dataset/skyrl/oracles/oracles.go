@@ -86,7 +86,7 @@ func NodeModules(t testing.TB, pkgs ...string) string {
 		if err != nil {
 			missing(t, "no npm on PATH to install %s: apt-get install npm", strings.Join(need, " "))
 		}
-		cmd := exec.Command(npm, append([]string{"install", "--no-audit", "--no-fund", "--prefix", dir}, need...)...)
+		cmd := exec.Command(npm, append([]string{"install", "--no-audit", "--no-fund", "--save-exact", "--prefix", dir}, need...)...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("npm install %s: %v\n%s", strings.Join(need, " "), err, out)
 		}
