@@ -178,7 +178,7 @@ func (t *ChatTemplate) Render(messages []Message, tools Tools, addGen bool, kwar
 			return "", holeError(parts, err)
 		}
 	}
-	lineSep, escText := t.escText, false
+	lineSep, escText := false, t.escText
 	for _, m := range messages {
 		lineSep = lineSep || hasLineSep(m.Content) || hasLineSep(m.Role)
 		escText = escText || hasLineSepEscape(m.Content) || hasLineSepEscape(m.Role)

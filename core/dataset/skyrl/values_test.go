@@ -169,6 +169,11 @@ func TestRenderRefusesAmbiguousLineSeparator(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "U+2028") {
 		t.Fatalf("got %v", err)
 	}
+	// The text alone, with no U+2028 anywhere, is no problem.
+	got, err = tmpl.Render([]Message{{Role: "user", Content: `the text \u2028`}}, Tools{}, true, Kwargs{})
+	if err != nil || got != `nullthe text \u2028` {
+		t.Fatalf("got %q, %v", got, err)
+	}
 }
 
 func TestStrftime(t *testing.T) {
@@ -193,5 +198,21 @@ func TestHasLineSep(t *testing.T) {
 		if hasLineSep(c.s) != c.sep || hasLineSepEscape(c.s) != c.escaped {
 			t.Errorf("%q: got %v %v, want %v %v", c.s, hasLineSep(c.s), hasLineSepEscape(c.s), c.sep, c.escaped)
 		}
+	}
+}
+
+// A template whose text holds \u2028 renders, so long as no value holds
+// U+2028 itself.
+func TestRenderTemplateWithEscapeText(t *testing.T) {
+	tmpl, err := NewChatTemplate(TokenizerConfig{ChatTemplate: `text \u2028 {{ messages[0].content }}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tmpl.Render([]Message{{Role: "user", Content: "hi"}}, Tools{}, true, Kwargs{})
+	if err != nil || got != `text \u2028 hi` {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if _, err := tmpl.Render([]Message{{Role: "user", Content: "a\u2029b"}}, Tools{}, true, Kwargs{}); err == nil {
+		t.Fatal("U+2029 in the prompt and \\u2028 in the template: no error")
 	}
 }
