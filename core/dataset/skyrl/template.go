@@ -190,7 +190,7 @@ func (t *ChatTemplate) Render(messages []Message, tools Tools, addGen bool, kwar
 		// Go's tojson escapes U+2028 and U+2029, Python's writes them
 		// as they are: unescape, unless the text \u2028 could also be
 		// the prompt's own.
-		if escText || t.escText {
+		if escText {
 			return "", errors.New(`the prompt or its tools hold both the character U+2028 or U+2029 and the text \u2028 or \u2029, which the Go template engine cannot render as transformers does`)
 		}
 		out = strings.NewReplacer(`\u2028`, "\u2028", `\u2029`, "\u2029").Replace(out)
