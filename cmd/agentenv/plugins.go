@@ -32,9 +32,10 @@ func cliLogger(def hclog.Level) hclog.Logger {
 }
 
 // pluginHostOptions are the plugin host options every command uses: the
-// default search path, the built-ins of this binary.
+// default search path, the built-ins of this binary (sdk/builtin's
+// registry, the host's default).
 func pluginHostOptions(log hclog.Logger) pluginhost.Options {
-	return pluginhost.Options{Logger: log, Builtins: builtinNames()}
+	return pluginhost.Options{Logger: log}
 }
 
 func init() {
