@@ -259,8 +259,7 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 }
 
 // toolFormats returns the engine's lookup of tool-call parsers by format
-// name. Format names may use '_' where plugin names do not
-// (qwen3_coder -> toolformat-qwen3coder).
+// name (the host resolves aliases: qwen3coder is qwen3_coder).
 func toolFormats(host *pluginhost.Host) func(string) (toolformat.Parser, error) {
 	var mu sync.Mutex
 	cache := map[string]toolformat.Parser{}
@@ -273,9 +272,6 @@ func toolFormats(host *pluginhost.Host) func(string) (toolformat.Parser, error) 
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		p, err := host.ToolFormat(ctx, name, nil)
-		if errors.Is(err, pluginhost.ErrNotFound) && strings.ContainsAny(name, "_-") {
-			p, err = host.ToolFormat(ctx, strings.NewReplacer("_", "", "-", "").Replace(name), nil)
-		}
 		if err != nil {
 			return nil, err
 		}

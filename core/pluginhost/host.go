@@ -76,8 +76,8 @@ type Options struct {
 
 // Entry is one plugin as `agentenv plugins list` shows it.
 type Entry struct {
-	Name    string   `json:"name"` // e.g. "mean"
-	Kind    sdk.Kind `json:"kind"`
+	Name string   `json:"name"` // e.g. "mean"
+	Kind sdk.Kind `json:"kind"`
 	// Aliases are other names that resolve to this plugin (CanonicalName).
 	Aliases []string `json:"aliases,omitempty"`
 	Version string   `json:"version"`
