@@ -11,7 +11,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentenv/agentenv/core/pluginhost"
 	"github.com/agentenv/agentenv/sdk/builtin"
@@ -138,4 +140,52 @@ func goCommand(dir string, args ...string) ([]byte, error) {
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
 	return cmd.CombinedOutput()
+}
+
+// qwen3IdleSchedule is idleSchedule written in the qwen3_coder format.
+var qwen3IdleSchedule = `<tool_call>\n<function=submit_schedule>\n<parameter=schedule>\n[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]\n</parameter>\n</function>\n</tool_call>`
+
+// The tool format is qwen3_coder on the command line, in a reset and in
+// the plugin list alike; its aliases resolve to it. An unknown tool_format
+// in a reset is answered with the formats there are and no server path.
+func TestServeToolFormatNames(t *testing.T) {
+	state := t.TempDir()
+	addr := freeAddr(t)
+	pluginDir := t.TempDir() // searched, so a leak of folders would show it
+	s := startServe(t, gridsimBundle, addr, state, []string{pluginhost.PathEnv + "=" + pluginDir}, "--tool-format", "qwen3_coder")
+	c := dialServe(t, addr, "")
+
+	typ, data, err := c.call(`{"type": "reset", "data": {"split": "eval", "index": 0, "tool_format": "nope"}}`)
+	msg, _ := data["message"].(string)
+	if err != nil || typ != "error" || data["code"] != "VALIDATION_ERROR" ||
+		!strings.Contains(msg, `toolformat plugin "nope" not found (toolformat plugins: hermes, qwen3_coder)`) {
+		t.Fatalf("reset with an unknown tool_format: %s %v %v", typ, data, err)
+	}
+	if strings.Contains(msg, "/") || strings.Contains(msg, pluginDir) {
+		t.Errorf("the error sent to the client names a server path: %q", msg)
+	}
+	// Someone typing the name nearly right is told the right one.
+	_, data, _ = c.call(`{"type": "reset", "data": {"split": "eval", "index": 0, "tool_format": "qwen3"}}`)
+	if msg, _ := data["message"].(string); !strings.Contains(msg, `did you mean "qwen3_coder"?`) {
+		t.Errorf("reset with tool_format qwen3: %v", data)
+	}
+
+	// The server's default (--tool-format qwen3_coder) reads qwen3_coder calls.
+	for _, frame := range []string{
+		`{"type": "reset", "data": {"split": "eval", "index": 0}}`,
+		`{"type": "step", "data": {"reply": "` + qwen3IdleSchedule + `"}}`,
+	} {
+		c.observation(frame)
+	}
+	final := c.observation(`{"type": "step", "data": {"reply": "I am done."}}`)
+	if m := final["observation"].(map[string]any)["metrics"].(map[string]any); final["done"] != true || final["reward"] != 0.2 || m["tool_calls"] != 1.0 {
+		t.Fatalf("a day played in qwen3_coder: %v", final)
+	}
+	// An alias names the same plugin.
+	if obs := c.observation(`{"type": "reset", "data": {"split": "eval", "index": 1, "tool_format": "qwen3-coder"}}`); obs["done"] == true {
+		t.Fatalf("reset with tool_format qwen3-coder: %v", obs)
+	}
+	if code := s.signalAndWait(t, syscall.SIGTERM, 10*time.Second); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, s.log)
+	}
 }
