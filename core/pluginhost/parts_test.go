@@ -195,7 +195,9 @@ func TestFingerprintCacheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := loadFingerprints(path)
-	if i, ok := g.info(sum, []string{"plugin-serve", "reward-x"}); !ok || i.Version != "9" {
+	if i, ok := g.info(sum, []string{"plugin-serve", "reward-x"}); !ok || i.Version != "9" || i.ConfigSchema != nil {
+		// A schema-less Info must stay schema-less (not "null"): inspect
+		// says "takes no configuration" for it.
 		t.Fatalf("reloaded info = %+v, %v", i, ok)
 	}
 	if _, ok := g.info("deadbeef", nil); ok {
