@@ -57,7 +57,8 @@ type Options struct {
 	PluginEnv map[string][]string
 	// Builtins are the plugins SelfExe serves with `plugin-serve`, by
 	// <kind>-<name> (nil = every plugin registered with sdk/builtin in this
-	// process: what the binary links).
+	// process: what the binary links; a program whose SelfExe is another
+	// binary says what that one serves).
 	Builtins []string
 	// CachePath is the fingerprint cache file ("" = DefaultCachePath(),
 	// "-" = keep it in memory only).
