@@ -10,7 +10,9 @@ import (
 
 // ProtocolVersion is the wire protocol this SDK speaks. It changes only
 // for breaking wire changes; features are negotiated through Info.
-const ProtocolVersion = 1
+// Protocol 2 (sandbox contract v2): Terminate and Exec take the handle
+// Deploy returned, and sandboxes have Prepare.
+const ProtocolVersion = 2
 
 // Handshake is shared by the host and every plugin. The cookie is not a
 // secret: it only stops a user from running a plugin binary by hand.

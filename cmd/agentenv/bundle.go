@@ -1,15 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentenv/agentenv/core/bundle"
+	"github.com/agentenv/agentenv/core/runtime"
 )
 
 func init() { rootCmd.AddCommand(newBundleCmd()) }
@@ -19,7 +22,7 @@ func newBundleCmd() *cobra.Command {
 		Use:   "bundle",
 		Short: "Work with bundles (folders of envs, tasks and evals)",
 	}
-	var reward string
+	var reward, sandboxName string
 	check := &cobra.Command{
 		Use:   "check DIR",
 		Short: "Load a bundle strictly and print its envs, splits and toolsets, or every problem",
@@ -33,23 +36,33 @@ See docs/bundles.md.`,
   agentenv bundle check my-bundle --reward score:grade`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := bundle.Load(args[0], bundle.Options{})
+			if !cmd.Flags().Changed("reward") {
+				b, err := bundle.Load(args[0], bundle.Options{})
+				if err != nil {
+					return err
+				}
+				printBundle(cmd.OutOrStdout(), b)
+				if err := b.CheckReward(""); err != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "\nneeds a reward: %v\n", err)
+				}
+				return nil
+			}
+			// With a reward, open the bundle as serve does, so a reward
+			// plugin that does not exist or does not start is found here.
+			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
+			defer cancel()
+			rt, err := runtime.Open(ctx, args[0], runtime.Options{Reward: reward, Sandbox: sandboxName})
 			if err != nil {
 				return err
 			}
-			printBundle(cmd.OutOrStdout(), b)
-			if cmd.Flags().Changed("reward") {
-				if err := b.CheckReward(reward); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "\nreward %q: every task can be rewarded\n", reward)
-			} else if err := b.CheckReward(""); err != nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "\nneeds a reward: %v\n", err)
-			}
+			defer rt.Close(context.WithoutCancel(ctx))
+			printBundle(cmd.OutOrStdout(), rt.Bundle)
+			fmt.Fprintf(cmd.OutOrStdout(), "\nreward %q: every task can be rewarded\n", reward)
 			return nil
 		},
 	}
 	check.Flags().StringVar(&reward, "reward", "", "check the bundle under this reward: a reward plugin name, or score:<step id>")
+	check.Flags().StringVar(&sandboxName, "sandbox", runtime.DefaultSandbox, "with --reward: the sandbox plugin serve would use")
 	cmd.AddCommand(check)
 	return cmd
 }

@@ -7,9 +7,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -17,12 +14,9 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
-	"github.com/agentenv/agentenv/core/bundle"
-	"github.com/agentenv/agentenv/core/episode"
 	"github.com/agentenv/agentenv/core/pluginhost"
+	"github.com/agentenv/agentenv/core/runtime"
 	"github.com/agentenv/agentenv/core/server"
-	"github.com/agentenv/agentenv/sdk/reward"
-	"github.com/agentenv/agentenv/sdk/toolformat"
 )
 
 // shutdownTimeout bounds the drain after SIGTERM: sessions told, every
@@ -112,28 +106,11 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 		// No child (env builds, plugins, envs) inherits it.
 		os.Unsetenv(o.TokenVar)
 	}
-	// An absolute path keeps env commands and folders valid whatever
-	// working directory a sandbox runs them from.
-	abs, err := filepath.Abs(dir)
+	sandboxCfg, err := jsonConfig(o.SandboxConfig)
 	if err != nil {
-		return fmt.Errorf("bundle %s: %w", dir, err)
+		return fmt.Errorf("--sandbox-config: %w", err)
 	}
-	b, err := bundle.Load(abs, bundle.Options{})
-	if err != nil {
-		return err
-	}
-	for _, w := range b.Warnings {
-		log.Warn("bundle", "warning", w)
-	}
-	rewardPlugin, rewardStep := o.Reward, ""
-	if id, ok := strings.CutPrefix(o.Reward, bundle.RewardScorePrefix); ok {
-		rewardPlugin, rewardStep = "", id
-	}
-	// Refuse an unrewardable bundle before starting any process.
-	if err := b.CheckReward(o.Reward); err != nil {
-		return err
-	}
-	serverID, err := server.ServerID(b.Dir, o.Addr)
+	serverID, err := runtime.ServerID(dir, o.Addr)
 	if err != nil {
 		return err
 	}
@@ -142,42 +119,11 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 		return fmt.Errorf("listen on %s: %w", o.Addr, err)
 	}
 	defer ln.Close()
-
-	host, err := pluginhost.New(pluginhost.Options{Logger: log, ReloadOnSIGHUP: true})
-	if err != nil {
-		return err
-	}
-	defer host.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sandboxCfg, err := jsonConfig(o.SandboxConfig)
-	if err != nil {
-		return fmt.Errorf("--sandbox-config: %w", err)
-	}
-	driver, err := host.Sandbox(ctx, o.Sandbox, sandboxCfg)
-	if err != nil {
-		return fmt.Errorf("sandbox %q: %w", o.Sandbox, err)
-	}
-	if n, err := server.Reap(ctx, driver, serverID); err != nil {
-		log.Warn("could not reap every sandbox an earlier run left", "server_id", serverID, "reaped", n, "error", err)
-	} else if n > 0 {
-		log.Info("reaped sandboxes an earlier run left behind", "server_id", serverID, "count", n)
-	}
-	var combiner reward.Combiner
-	if rewardPlugin != "" {
-		if combiner, err = host.Reward(ctx, rewardPlugin, nil); err != nil {
-			return fmt.Errorf("reward %q: %w", rewardPlugin, err)
-		}
-	}
-	engine, err := episode.NewEngine(episode.Config{
-		Bundle:            b,
-		Sandbox:           driver,
-		ToolFormat:        toolFormats(host),
-		DefaultToolFormat: o.ToolFormat,
-		Reward:            combiner,
-		RewardStep:        rewardStep,
-		Labels:            map[string]string{server.LabelServer: serverID},
-		Logger:            log.Named("episode"),
+	rt, err := runtime.Open(ctx, dir, runtime.Options{
+		Sandbox: o.Sandbox, SandboxConfig: sandboxCfg, Reward: o.Reward, ToolFormat: o.ToolFormat,
+		ServerID: serverID, Logger: log, Plugins: pluginhost.Options{ReloadOnSIGHUP: true},
 	})
 	if err != nil {
 		return err
@@ -186,34 +132,35 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 	prepCtx, prepCancel := context.WithCancel(context.Background())
 	defer prepCancel()
 	prepared := make(chan error, 1)
-	go func() { prepared <- engine.Prepare(prepCtx) }()
+	go func() { prepared <- rt.Prepare(prepCtx) }()
 	select {
 	case err := <-prepared:
 		if err != nil {
-			return fmt.Errorf("preparing the bundle's envs: %w", err)
+			return errors.Join(err, rt.Close(context.Background()))
 		}
 	case sig := <-sigs:
 		prepCancel()
 		<-prepared
 		log.Info("stopped before serving", "signal", sig.String())
-		return engine.Close(context.Background())
+		return rt.Close(context.Background())
 	}
+	b := rt.Bundle
 	info, err := server.BundleInfo(b, version)
 	if err != nil {
-		return err
+		return errors.Join(err, rt.Close(context.Background()))
 	}
 	srv, err := server.New(server.Options{
-		Player:            engine,
+		Player:            rt.Engine,
 		Catalog:           server.NewBundleCatalog(b),
 		Info:              info,
 		Token:             token,
 		MaxConcurrentEnvs: o.MaxConcurrentEnvs,
 		IdleTimeout:       o.IdleTimeout,
 		Logger:            log.Named("server"),
-		PluginRestarts:    func() float64 { return float64(host.Restarts()) },
+		PluginRestarts:    func() float64 { return float64(rt.Restarts()) },
 	})
 	if err != nil {
-		return err
+		return errors.Join(err, rt.Close(context.Background()))
 	}
 	token = ""
 	if o.TokenVar == "" && !isLoopback(ln.Addr()) {
@@ -229,7 +176,7 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 		// The listener failed under us: still tear down what is live.
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		defer cancel()
-		return errors.Join(err, srv.Shutdown(ctx), engine.Close(ctx))
+		return errors.Join(err, srv.Shutdown(ctx), rt.Close(ctx))
 	case sig := <-sigs:
 		log.Info("draining: no new episodes; tearing down live ones", "signal", sig.String())
 	}
@@ -238,9 +185,10 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		defer cancel()
 		// Sessions first (each tears its episode down), then whatever the
-		// engine still holds (envs deployed to list a toolset's tools).
+		// runtime still holds (envs deployed to list a toolset's tools,
+		// teardowns in the background), then the plugins.
 		err := srv.Shutdown(ctx)
-		drained <- errors.Join(err, engine.Close(ctx))
+		drained <- errors.Join(err, rt.Close(ctx))
 	}()
 	select {
 	case err := <-drained:
@@ -252,31 +200,11 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 		return nil
 	case sig := <-sigs:
 		log.Warn("second signal: exiting now, without finishing the teardown; a restart reaps what is left", "signal", sig.String())
-		host.Close()
+		if rt.Host != nil {
+			rt.Host.Close()
+		}
 		os.Exit(1)
 		return nil
-	}
-}
-
-// toolFormats returns the engine's lookup of tool-call parsers by format
-// name (the host resolves aliases: qwen3coder is qwen3_coder).
-func toolFormats(host *pluginhost.Host) func(string) (toolformat.Parser, error) {
-	var mu sync.Mutex
-	cache := map[string]toolformat.Parser{}
-	return func(name string) (toolformat.Parser, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if p, ok := cache[name]; ok {
-			return p, nil
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		p, err := host.ToolFormat(ctx, name, nil)
-		if err != nil {
-			return nil, err
-		}
-		cache[name] = p
-		return p, nil
 	}
 }
 

@@ -37,7 +37,9 @@ type Result struct {
 type Options struct {
 	// AttemptTimeout bounds one initialize attempt (default 2s).
 	AttemptTimeout time.Duration
-	// RetryInterval is the pause between attempts (default 50ms, doubling to 500ms).
+	// RetryInterval is the first pause between attempts (default 2ms,
+	// doubling to 250ms): sandboxes return from Deploy once the env listens,
+	// so the first attempt usually answers, and a late one is seen soon.
 	RetryInterval time.Duration
 	// ClientName is sent in initialize (default "agentenv").
 	ClientName string
@@ -66,7 +68,7 @@ func Connect(ctx context.Context, endpoint string, opts Options) (*Client, error
 		opts.AttemptTimeout = 2 * time.Second
 	}
 	if opts.RetryInterval <= 0 {
-		opts.RetryInterval = 50 * time.Millisecond
+		opts.RetryInterval = 2 * time.Millisecond
 	}
 	if opts.ClientName == "" {
 		opts.ClientName = "agentenv"
@@ -87,7 +89,7 @@ func Connect(ctx context.Context, endpoint string, opts Options) (*Client, error
 			return nil, fmt.Errorf("env at %s not ready after %d attempts: %w (last error: %v)", url, attempt, ctx.Err(), lastErr)
 		case <-timer.C:
 		}
-		wait = min(wait*2, 500*time.Millisecond)
+		wait = min(wait*2, 250*time.Millisecond)
 	}
 }
 

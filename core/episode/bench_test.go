@@ -26,7 +26,7 @@ func BenchmarkStep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer r.driver.Terminate(ctx, sb.ID)
+	defer r.driver.Terminate(ctx, sb)
 	c, err := envclient.Connect(ctx, sb.Endpoint, envclient.Options{})
 	if err != nil {
 		b.Fatal(err)

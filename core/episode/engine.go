@@ -6,11 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -27,7 +23,7 @@ const (
 	DefaultToolCallTimeout = time.Minute
 	DefaultVerifyTimeout   = 2 * time.Minute
 	DefaultTeardownTimeout = 30 * time.Second
-	DefaultBuildTimeout    = 10 * time.Minute
+	DefaultTeardownRetry   = 5 * time.Minute
 )
 
 // Config is what an Engine plays episodes with.
@@ -51,8 +47,10 @@ type Config struct {
 	DeployTimeout   time.Duration // deploy + readiness + listing tools, per env
 	ToolCallTimeout time.Duration // one tool call: setup or the model's
 	VerifyTimeout   time.Duration // one verifier
-	TeardownTimeout time.Duration // tearing down one episode
-	BuildTimeout    time.Duration // an env's build command
+	TeardownTimeout time.Duration // one Terminate call
+	// TeardownRetry bounds how long a failed teardown (the sandbox plugin
+	// crashed or is restarting) is retried in the background (0 = 5m).
+	TeardownRetry time.Duration
 }
 
 // Engine plays a bundle's tasks as episodes. It implements Player and is
@@ -61,8 +59,10 @@ type Engine struct {
 	cfg Config
 	log hclog.Logger
 
-	buildMu sync.Mutex
-	builds  map[string]*envBuild
+	// teardowns counts the background teardowns running (a WaitGroup may
+	// not gain work while Idle waits on it; this may).
+	teardowns inflight
+	closing   chan struct{} // closed by Close: retries stop waiting between tries
 
 	toolsMu sync.Mutex
 	tools   map[string]*toolsetEntry
@@ -73,12 +73,6 @@ type Engine struct {
 }
 
 var _ Player = (*Engine)(nil)
-
-type envBuild struct {
-	turn chan struct{} // held while building; a channel so waiters can give up
-	done bool
-	err  error
-}
 
 // NewEngine checks cfg and returns an engine. A bundle whose tasks cannot
 // be rewarded under cfg (several scores and no reward) is refused here,
@@ -114,7 +108,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 	}{
 		{&cfg.DeployTimeout, DefaultDeployTimeout}, {&cfg.ToolCallTimeout, DefaultToolCallTimeout},
 		{&cfg.VerifyTimeout, DefaultVerifyTimeout}, {&cfg.TeardownTimeout, DefaultTeardownTimeout},
-		{&cfg.BuildTimeout, DefaultBuildTimeout},
+		{&cfg.TeardownRetry, DefaultTeardownRetry},
 	}
 	for _, d := range defaults {
 		if *d.d <= 0 {
@@ -125,8 +119,8 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Engine{cfg: cfg, log: log, builds: map[string]*envBuild{}, tools: map[string]*toolsetEntry{},
-		live: map[*episode]struct{}{}}, nil
+	return &Engine{cfg: cfg, log: log, tools: map[string]*toolsetEntry{},
+		live: map[*episode]struct{}{}, closing: make(chan struct{})}, nil
 }
 
 // Play resolves req to a task and returns its episode, ready to Start.
@@ -173,9 +167,13 @@ func (e *Engine) forget(ep *episode) {
 }
 
 // Close refuses new episodes and closes every live one (tearing down its
-// envs), concurrently; it returns once all are torn down.
+// envs), concurrently; it returns once all are torn down, background
+// teardowns (of episodes that ended) included, or ctx ends.
 func (e *Engine) Close(ctx context.Context) error {
 	e.liveMu.Lock()
+	if !e.shutdown {
+		close(e.closing)
+	}
 	e.shutdown = true
 	eps := make([]*episode, 0, len(e.live))
 	for ep := range e.live {
@@ -192,7 +190,56 @@ func (e *Engine) Close(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	if err := e.Idle(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("tearing down envs of ended episodes: %w", err))
+	}
 	return errors.Join(errs...)
+}
+
+// Idle returns once no teardown is running in the background (every env
+// of an ended episode is gone), or ctx ends.
+func (e *Engine) Idle(ctx context.Context) error {
+	select {
+	case <-e.teardowns.idle():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for teardowns: %w", ctx.Err())
+	}
+}
+
+// inflight counts running work; idle's channel is closed while none runs.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{}
+}
+
+func (f *inflight) add() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		f.zero = make(chan struct{})
+	}
+	f.n++
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n--; f.n == 0 {
+		close(f.zero)
+	}
+}
+
+func (f *inflight) idle() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return f.zero
 }
 
 func (e *Engine) resolve(req Request) (*bundle.Task, error) {
@@ -249,14 +296,20 @@ func checkEpisodeID(id string) error {
 	return nil
 }
 
-// Prepare runs the build command of every env that has one, so the first
-// episodes do not wait for builds. Builds also run lazily before an env's
-// first deploy; each runs once per engine.
+// Prepare asks the sandbox to prepare every env of the bundle (build its
+// binary or image), so the first episodes do not wait for builds. The
+// sandbox SDK prepares each env once per plugin process and also before an
+// env's first deploy, so Prepare is an optimisation, never a requirement.
 func (e *Engine) Prepare(ctx context.Context) error {
+	prep, ok := e.cfg.Sandbox.(sandbox.Preparer)
+	if !ok {
+		return nil
+	}
 	var errs []error
 	for _, name := range sortedEnvNames(e.cfg.Bundle) {
-		if err := e.ensureBuilt(ctx, e.cfg.Bundle.Envs[name]); err != nil {
-			errs = append(errs, err)
+		env := e.cfg.Bundle.Envs[name]
+		if err := prep.Prepare(ctx, e.spec(env, nil)); err != nil {
+			errs = append(errs, fmt.Errorf("preparing env %q: %w", name, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -269,64 +322,4 @@ func sortedEnvNames(b *bundle.Bundle) []string {
 	}
 	sortStrings(names)
 	return names
-}
-
-// ensureBuilt runs env's build command once. A build that fails is not
-// retried (it would fail again); one cut short by ctx is.
-func (e *Engine) ensureBuilt(ctx context.Context, env *bundle.Env) error {
-	if len(env.Build) == 0 {
-		return nil
-	}
-	e.buildMu.Lock()
-	b := e.builds[env.Name]
-	if b == nil {
-		b = &envBuild{turn: make(chan struct{}, 1)}
-		e.builds[env.Name] = b
-	}
-	e.buildMu.Unlock()
-	select {
-	case b.turn <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("waiting for env %q to build: %w", env.Name, ctx.Err())
-	}
-	defer func() { <-b.turn }()
-	if b.done {
-		return b.err
-	}
-	bctx, cancel := context.WithTimeout(ctx, e.cfg.BuildTimeout)
-	defer cancel()
-	argv := append([]string(nil), env.Build...)
-	if strings.Contains(argv[0], "/") && !filepath.IsAbs(argv[0]) {
-		argv[0] = filepath.Join(env.Dir, argv[0])
-	}
-	cmd := exec.CommandContext(bctx, argv[0], argv[1:]...)
-	cmd.Dir = env.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	start := time.Now()
-	e.log.Info("building env", "env", env.Name, "command", env.Build, "dir", env.Dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		err = fmt.Errorf("building env %q (%q in %s): %w%s", env.Name, env.Build, env.Dir, err, outputTail(out))
-		if ctx.Err() == nil {
-			b.done, b.err = true, err
-		}
-		return err
-	}
-	b.done = true
-	e.log.Info("built env", "env", env.Name, "took", time.Since(start))
-	return nil
-}
-
-// outputTail is the end of a command's output, for error messages.
-func outputTail(out []byte) string {
-	s := strings.TrimSpace(string(out))
-	if s == "" {
-		return ""
-	}
-	if len(s) > 2000 {
-		s = "..." + s[len(s)-2000:]
-	}
-	return "; output:\n" + s
 }

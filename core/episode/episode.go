@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentenv/agentenv/core/bundle"
+	"github.com/agentenv/agentenv/sdk/sandbox"
 	"github.com/agentenv/agentenv/sdk/toolformat"
 )
 
@@ -46,15 +47,16 @@ type episode struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	mu     sync.Mutex // guards phase, envs, closed
-	phase  phase
-	envs   []*liveEnv
-	closed bool
+	mu        sync.Mutex // guards phase, envs, closed, teardowns
+	phase     phase
+	envs      []*liveEnv
+	closed    bool
+	teardowns []*teardown // of envs released so far
 
 	// Play state, touched only while holding busy.
 	next     int // index of the next step to run
 	turn     *turn
-	capped   bool // max_turns reached: no more turns open
+	capped   bool // no more turns open: max_turns reached, or a reply ended its turn without end_turn
 	answers  map[string]string
 	scores   map[string]float64
 	replies  int
@@ -164,7 +166,9 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 	ep.replies++
 	t.replies++
 	obs.Turn = ep.replies
-	parsed, err := ep.parser.Parse(ctx, toolformat.TrimReply(reply), t.ftools)
+	// The tool format trims the reply (end tokens, reasoning): it knows
+	// its model's layout, and one place does it.
+	parsed, err := ep.parser.Parse(ctx, reply, t.ftools)
 	if err != nil {
 		return &Error{Code: CodeExecution, Err: fmt.Errorf("reading the reply's tool calls: %w", err)}
 	}
@@ -217,7 +221,11 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 		tool(res.Text)
 	}
 	if !ended && len(parsed.Calls) == 0 && len(parsed.Unparsed) == 0 {
-		ended = true // a reply without a tool call ends its turn
+		// A reply without a tool call ends the turn it left open, and the
+		// turns after it end empty (as SkyRL's page has it): only end_turn
+		// hands the model the next prompt.
+		ended = true
+		ep.capped = true
 	}
 	if !ended && t.step.MaxTurns > 0 && t.replies >= t.step.MaxTurns {
 		ended = true
@@ -313,7 +321,7 @@ func (ep *episode) advance(ctx context.Context, obs *Observation, promptSent boo
 }
 
 func (ep *episode) deploy(ctx context.Context, s *bundle.Step) error {
-	labels := map[string]string{"agentenv.episode": ep.id, "agentenv.task": ep.task.ID}
+	labels := map[string]string{sandbox.LabelEpisode: ep.id, sandbox.LabelTask: ep.task.ID}
 	le, err := ep.e.deployEnv(ctx, s.Env, labels)
 	if err != nil {
 		return fmt.Errorf("deploy_env step %q: %w", s.ID, err)
@@ -322,7 +330,7 @@ func (ep *episode) deploy(ctx context.Context, s *bundle.Step) error {
 	if ep.closed {
 		ep.mu.Unlock()
 		// Close ran while we deployed: it could not see this env.
-		terr := ep.e.teardown(ctx, []*liveEnv{le})
+		terr := <-ep.e.retire([]*liveEnv{le}).done
 		return errors.Join(fmt.Errorf("deploy_env step %q: episode closed", s.ID), terr)
 	}
 	ep.envs = append(ep.envs, le)
@@ -391,10 +399,8 @@ func (ep *episode) finish(ctx context.Context, obs *Observation) error {
 	obs.Metrics = ep.metrics()
 	ep.setPhase(phaseDone)
 	ep.log.Info("episode done", "reward", r, "turns", ep.replies, "tool_calls", ep.calls)
-	if err := ep.release(ctx); err != nil {
-		ep.log.Error("teardown after scoring", "error", err)
-	}
-	ep.e.forget(ep)
+	ep.release()
+	ep.e.forget(ep) // its envs are the engine's teardowns now
 	return nil
 }
 
@@ -426,26 +432,39 @@ func (ep *episode) fail(ctx context.Context, err error) error {
 	ep.setPhase(phaseFailed)
 	ep.turn = nil
 	ep.log.Warn("episode failed", "error", err)
-	if terr := ep.release(ctx); terr != nil {
-		ep.log.Error("teardown after failure", "error", terr)
-	}
+	ep.release()
 	ep.e.forget(ep)
 	return err
 }
 
-// release tears down every env the episode deployed so far.
-func (ep *episode) release(ctx context.Context) error {
+// release hands every env the episode deployed so far to the engine's
+// background teardown: the final observation never waits for it.
+func (ep *episode) release() {
 	ep.mu.Lock()
-	envs := ep.envs
-	ep.envs = nil
-	ep.mu.Unlock()
-	if len(envs) == 0 {
-		return nil
+	defer ep.mu.Unlock()
+	if len(ep.envs) == 0 {
+		return
 	}
-	start := time.Now()
-	err := ep.e.teardown(context.WithoutCancel(ctx), envs)
-	ep.log.Debug("torn down", "envs", len(envs), "took", time.Since(start))
-	return err
+	ep.teardowns = append(ep.teardowns, ep.e.retire(ep.envs))
+	ep.envs = nil
+}
+
+// tornDown waits for the episode's teardowns and returns their errors.
+func (ep *episode) tornDown(ctx context.Context) error {
+	ep.mu.Lock()
+	tds := ep.teardowns
+	ep.teardowns = nil
+	ep.mu.Unlock()
+	var errs []error
+	for _, td := range tds {
+		select {
+		case err := <-td.done:
+			errs = append(errs, err)
+		case <-ctx.Done():
+			return errors.Join(append(errs, fmt.Errorf("waiting for the teardown: %w", ctx.Err()))...)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Close tears the episode down, whatever its state. It makes a Start or
@@ -465,7 +484,8 @@ func (ep *episode) Close(ctx context.Context) error {
 		ep.closed = true
 		ep.phase = phaseClosed
 		ep.mu.Unlock()
-		ep.closeErr = ep.release(ctx)
+		ep.release()
+		ep.closeErr = ep.tornDown(ctx)
 		ep.e.forget(ep)
 		if waited {
 			<-ep.busy

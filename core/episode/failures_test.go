@@ -28,11 +28,11 @@ type nopDriver struct{}
 func (nopDriver) Deploy(context.Context, sandbox.Spec) (sandbox.Sandbox, error) {
 	return sandbox.Sandbox{}, errors.New("nopDriver")
 }
-func (nopDriver) Terminate(context.Context, string) error { return nil }
+func (nopDriver) Terminate(context.Context, sandbox.Sandbox) error { return nil }
 func (nopDriver) List(context.Context, map[string]string) ([]sandbox.Sandbox, error) {
 	return nil, nil
 }
-func (nopDriver) Exec(context.Context, string, []string) (sandbox.ExecResult, error) {
+func (nopDriver) Exec(context.Context, sandbox.Sandbox, []string) (sandbox.ExecResult, error) {
 	return sandbox.ExecResult{}, sandbox.ErrExecUnsupported
 }
 
@@ -219,7 +219,7 @@ func TestFailuresTearDown(t *testing.T) {
 			if d := time.Since(start); d > 20*time.Second {
 				t.Errorf("failing took %s", d)
 			}
-			// Torn down already, before Close.
+			// Torn down by the engine, before Close.
 			assertGone(t, r)
 			if _, err := ep.Step(context.Background(), "again"); err == nil {
 				t.Error("Step after a failure succeeded")

@@ -3,6 +3,7 @@ package episode_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -80,6 +81,18 @@ func TestMain(m *testing.M) {
 type countingDriver struct {
 	sandbox.Driver
 	deploys atomic.Int64
+	// failTerminates makes that many Terminate calls fail as a crashed
+	// plugin's do, before any reaches the plugin.
+	failTerminates atomic.Int64
+	terminates     atomic.Int64
+}
+
+func (d *countingDriver) Terminate(ctx context.Context, sb sandbox.Sandbox) error {
+	d.terminates.Add(1)
+	if d.failTerminates.Add(-1) >= 0 {
+		return errors.New("plugin sandbox-local: plugin process crashed")
+	}
+	return d.Driver.Terminate(ctx, sb)
 }
 
 func (d *countingDriver) Deploy(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
@@ -147,6 +160,13 @@ func newRig(t testing.TB, dir string, opts rigOptions) *rig {
 // assertNothingLive checks the sandbox lists no sandbox of this test.
 func (r *rig) assertNothingLive() {
 	r.t.Helper()
+	// Teardown runs in the background (the final observation does not wait
+	// for it); the engine's teardowns end within their timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.engine.Idle(ctx); err != nil {
+		r.t.Errorf("teardowns still running: %v", err)
+	}
 	live, err := r.driver.List(context.Background(), map[string]string{"agentenv.instance": "episode-test"})
 	if err != nil {
 		r.t.Errorf("List: %v", err)
@@ -154,7 +174,7 @@ func (r *rig) assertNothingLive() {
 	}
 	for _, sb := range live {
 		r.t.Errorf("sandbox %s (episode %s) still live after the test", sb.ID, sb.Labels["agentenv.episode"])
-		_ = r.driver.Terminate(context.Background(), sb.ID)
+		_ = r.driver.Terminate(context.Background(), sb)
 	}
 }
 

@@ -22,34 +22,39 @@ type liveEnv struct {
 	tools  []envclient.Tool
 }
 
-// deployEnv builds (once), deploys, connects to and lists the tools of an
-// env, within the deploy timeout. On failure nothing is left running.
-func (e *Engine) deployEnv(ctx context.Context, name string, labels map[string]string) (*liveEnv, error) {
-	env, ok := e.cfg.Bundle.Envs[name]
-	if !ok {
-		return nil, fmt.Errorf("no env %q in the bundle", name)
-	}
-	if err := e.ensureBuilt(ctx, env); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, e.cfg.DeployTimeout)
-	defer cancel()
-	all := make(map[string]string, len(e.cfg.Labels)+len(labels))
+// spec is what the sandbox deploys for env, with the engine's labels and
+// labels added.
+func (e *Engine) spec(env *bundle.Env, labels map[string]string) sandbox.Spec {
+	all := make(map[string]string, len(e.cfg.Labels)+len(labels)+1)
 	for k, v := range e.cfg.Labels {
 		all[k] = v
 	}
 	for k, v := range labels {
 		all[k] = v
 	}
+	return sandbox.Spec{
+		Env: env.Name, Dir: env.Dir, Image: env.Image, Command: env.Command, Build: env.Build,
+		Port: env.Port, EnvVars: env.EnvVars, CPU: env.CPU, MemoryMB: env.MemoryMB, Labels: all,
+	}
+}
+
+// deployEnv deploys an env, waits for its MCP server (the one readiness
+// check: sandboxes do not speak MCP) and lists its tools, within the
+// deploy timeout. On failure nothing is left running.
+func (e *Engine) deployEnv(ctx context.Context, name string, labels map[string]string) (*liveEnv, error) {
+	env, ok := e.cfg.Bundle.Envs[name]
+	if !ok {
+		return nil, fmt.Errorf("no env %q in the bundle", name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.DeployTimeout)
+	defer cancel()
+	spec := e.spec(env, labels)
 	// A nonce per deploy finds the sandbox should the call fail after the
-	// plugin deployed it (a deadline racing the reply).
+	// plugin deployed it (a deadline racing the reply, a plugin crash).
 	nonce := newEpisodeID()
-	all[deployLabel] = nonce
+	spec.Labels[sandbox.LabelDeploy] = nonce
 	start := time.Now()
-	sb, err := e.cfg.Sandbox.Deploy(ctx, sandbox.Spec{
-		Env: env.Name, Dir: env.Dir, Image: env.Image, Command: env.Command, Port: env.Port,
-		EnvVars: env.EnvVars, CPU: env.CPU, MemoryMB: env.MemoryMB, Labels: all,
-	})
+	sb, err := e.cfg.Sandbox.Deploy(ctx, spec)
 	if err != nil {
 		e.reapDeploy(ctx, nonce)
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -59,7 +64,7 @@ func (e *Engine) deployEnv(ctx context.Context, name string, labels map[string]s
 	}
 	le := &liveEnv{name: name, sb: sb}
 	fail := func(err error) (*liveEnv, error) {
-		if terr := e.teardown(context.WithoutCancel(ctx), []*liveEnv{le}); terr != nil {
+		if terr := <-e.retire([]*liveEnv{le}).done; terr != nil {
 			err = errors.Join(err, terr)
 		}
 		return nil, err
@@ -76,44 +81,85 @@ func (e *Engine) deployEnv(ctx context.Context, name string, labels map[string]s
 	return le, nil
 }
 
-// deployLabel carries the nonce of one Deploy call.
-const deployLabel = "agentenv.deploy"
-
 // reapDeploy terminates whatever a failed Deploy call left behind.
 func (e *Engine) reapDeploy(ctx context.Context, nonce string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.TeardownTimeout)
 	defer cancel()
-	left, err := e.cfg.Sandbox.List(rctx, map[string]string{deployLabel: nonce})
+	left, err := e.cfg.Sandbox.List(rctx, map[string]string{sandbox.LabelDeploy: nonce})
 	if err != nil {
 		e.log.Warn("listing sandboxes after a failed deploy", "error", err)
 		return
 	}
+	envs := make([]*liveEnv, 0, len(left))
 	for _, sb := range left {
 		e.log.Warn("terminating a sandbox a failed deploy left", "sandbox", sb.ID)
-		if err := e.cfg.Sandbox.Terminate(rctx, sb.ID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
-			e.log.Error("terminating a sandbox a failed deploy left", "sandbox", sb.ID, "error", err)
-		}
+		envs = append(envs, &liveEnv{name: sb.Labels[sandbox.LabelDeploy], sb: sb})
+	}
+	if len(envs) > 0 {
+		e.retire(envs)
 	}
 }
 
-// teardown closes the envs' sessions and terminates their sandboxes, each
-// within the teardown timeout, whatever ctx's state (it must run on
-// cancel too). A sandbox already gone is not an error.
-func (e *Engine) teardown(ctx context.Context, envs []*liveEnv) error {
-	var errs []error
-	for i := len(envs) - 1; i >= 0; i-- {
-		le := envs[i]
-		if le.client != nil {
-			_ = le.client.Close()
+// teardown is the background teardown of some envs; done yields its error
+// once every env is gone (or retrying gave up).
+type teardown struct{ done chan error }
+
+// retire tears envs down in the background: sessions closed, then each
+// sandbox terminated through the handle Deploy returned. A Terminate that
+// fails (the sandbox plugin crashed, or is restarting) is retried with
+// backoff for up to TeardownRetry, so the restarted plugin completes it.
+// The engine owns every teardown: Close waits for them.
+func (e *Engine) retire(envs []*liveEnv) *teardown {
+	td := &teardown{done: make(chan error, 1)}
+	e.teardowns.add()
+	go func() {
+		defer e.teardowns.done()
+		var errs []error
+		for i := len(envs) - 1; i >= 0; i-- {
+			le := envs[i]
+			if le.client != nil {
+				_ = le.client.Close()
+			}
+			if err := e.terminate(le); err != nil {
+				errs = append(errs, err)
+			}
 		}
-		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.TeardownTimeout)
-		err := e.cfg.Sandbox.Terminate(tctx, le.sb.ID)
+		err := errors.Join(errs...)
+		if err != nil {
+			e.log.Error("teardown failed; the env is left for reaping", "error", err)
+		}
+		td.done <- err
+	}()
+	return td
+}
+
+// terminate terminates one env's sandbox, retrying failures.
+func (e *Engine) terminate(le *liveEnv) error {
+	giveUp := time.Now().Add(e.cfg.TeardownRetry)
+	wait := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		tctx, cancel := context.WithTimeout(context.Background(), e.cfg.TeardownTimeout)
+		err := e.cfg.Sandbox.Terminate(tctx, le.sb)
 		cancel()
-		if err != nil && !errors.Is(err, sandbox.ErrNotFound) {
-			errs = append(errs, fmt.Errorf("terminating env %q (sandbox %s): %w", le.name, le.sb.ID, err))
+		if err == nil || errors.Is(err, sandbox.ErrNotFound) {
+			if attempt > 1 {
+				e.log.Info("teardown completed on a later attempt", "env", le.name, "sandbox", le.sb.ID, "attempts", attempt)
+			}
+			return nil
 		}
+		if time.Now().Add(wait).After(giveUp) {
+			return fmt.Errorf("terminating env %q (sandbox %s), %d attempts: %w", le.name, le.sb.ID, attempt, err)
+		}
+		e.log.Warn("teardown failed; retrying", "env", le.name, "sandbox", le.sb.ID, "attempt", attempt, "error", err, "retry_in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-e.closing:
+			t.Stop() // shutting down: retry at once, then on the usual schedule
+			time.Sleep(min(wait, 100*time.Millisecond))
+		}
+		wait = min(wait*2, 5*time.Second)
 	}
-	return errors.Join(errs...)
 }
 
 // callSetup runs a call_tool step. A tool error fails the episode: the
@@ -170,7 +216,7 @@ func (ep *episode) verify(ctx context.Context, s *bundle.Step) (float64, error) 
 		}
 		vctx, cancel := context.WithTimeout(ctx, cfg.VerifyTimeout)
 		defer cancel()
-		res, err := cfg.Sandbox.Exec(vctx, le.sb.ID, s.Command)
+		res, err := cfg.Sandbox.Exec(vctx, le.sb, s.Command)
 		if err != nil {
 			return 0, fmt.Errorf("running %q in env %q: %w", s.Command, s.Env, err)
 		}

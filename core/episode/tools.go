@@ -239,7 +239,7 @@ func (e *Engine) listToolset(ctx context.Context, ts *bundle.Toolset) (tools []T
 	labels := map[string]string{"agentenv.episode": "toolset-" + ts.ID, "agentenv.task": ts.Task.ID}
 	var envs []*liveEnv
 	defer func() {
-		if terr := e.teardown(context.WithoutCancel(ctx), envs); terr != nil {
+		if terr := <-e.retire(envs).done; terr != nil {
 			e.log.Error("tearing down toolset envs", "toolset", ts.ID, "error", terr)
 		}
 	}()

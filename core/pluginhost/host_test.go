@@ -85,7 +85,7 @@ func TestBadPlugins(t *testing.T) {
 	dir := t.TempDir()
 	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
 	bad := build(t, "misbehave", "")
-	for _, how := range []string{"badcookie", "badversion", "crash", "badschema", "wrongkind"} {
+	for _, how := range []string{"badcookie", "badversion", "oldversion", "crash", "badschema", "wrongkind"} {
 		install(t, bad, dir, "agentenv-reward-"+how)
 	}
 	write := func(name, text string, mode os.FileMode) {
@@ -103,7 +103,8 @@ func TestBadPlugins(t *testing.T) {
 	want := map[string]string{
 		"v":          "ok",
 		"badcookie":  "failed: handshake cookie mismatch",
-		"badversion": "failed: no common protocol version: Plugin version: 99, Client versions: [1]",
+		"badversion": "failed: no common protocol version: Plugin version: 99, Client versions: [2]; the plugin was built against a newer agentenv SDK (protocol 99): upgrade agentenv",
+		"oldversion": "failed: no common protocol version: Plugin version: 1, Client versions: [2]; the plugin was built against an older agentenv SDK (protocol 1): rebuild it against this agentenv's sdk/ (protocol 2",
 		"crash":      `failed: exited before the plugin handshake (last stderr line: "fatal: cannot load the reward model")`,
 		"badschema":  "failed: config schema does not compile",
 		"wrongkind":  "failed: its Info says it is toolformat-wrongkind, but it was found as reward-wrongkind",

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -240,7 +241,7 @@ func describeStartError(err error, stderr string, timeout time.Duration) string 
 	case out != "":
 		return fmt.Sprintf("not an agentenv plugin: it printed %q on stdout instead of the plugin handshake", out)
 	case strings.Contains(msg, "incompatible API version"):
-		return "no common protocol version: " + strings.TrimPrefix(msg, "incompatible API version with plugin. ")
+		return protocolMismatch(strings.TrimPrefix(msg, "incompatible API version with plugin. "))
 	case strings.Contains(msg, "incompatible core API version"):
 		return "not an agentenv plugin: " + msg
 	case unrecognized.MatchString(msg), strings.Contains(msg, "plugin exited before we could connect"):
@@ -292,3 +293,23 @@ func (t *tailBuffer) String() string {
 type pluginLogger struct{ hclog.Logger }
 
 func (l pluginLogger) Named(string) hclog.Logger { return l }
+
+var pluginVersion = regexp.MustCompile(`Plugin version: (\d+)`)
+
+// protocolMismatch words go-plugin's version error for the user: which
+// side is older, and what to do.
+func protocolMismatch(detail string) string {
+	msg := "no common protocol version: " + detail
+	m := pluginVersion.FindStringSubmatch(detail)
+	if m == nil {
+		return msg
+	}
+	v, _ := strconv.Atoi(m[1])
+	switch {
+	case v < sdk.ProtocolVersion:
+		return fmt.Sprintf("%s; the plugin was built against an older agentenv SDK (protocol %d): rebuild it against this agentenv's sdk/ (protocol %d; see docs/plugins.md for what changed)", msg, v, sdk.ProtocolVersion)
+	case v > sdk.ProtocolVersion:
+		return fmt.Sprintf("%s; the plugin was built against a newer agentenv SDK (protocol %d): upgrade agentenv, or rebuild the plugin against this one's sdk/ (protocol %d)", msg, v, sdk.ProtocolVersion)
+	}
+	return msg
+}

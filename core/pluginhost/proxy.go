@@ -70,9 +70,17 @@ func (p toolFormatProxy) Parse(ctx context.Context, text string, tools []toolfor
 type sandboxProxy struct{ s *slot }
 
 var (
-	_ sandbox.Driver = sandboxProxy{}
-	_ sdk.Informer   = sandboxProxy{}
+	_ sandbox.Driver   = sandboxProxy{}
+	_ sandbox.Preparer = sandboxProxy{}
+	_ sdk.Informer     = sandboxProxy{}
 )
+
+// Prepare asks the plugin to prepare an env (see sandbox.Preparer); every
+// sandbox plugin answers it, as a no-op when it prepares nothing.
+func (p sandboxProxy) Prepare(ctx context.Context, spec sandbox.Spec) error {
+	_, err := call(ctx, p.s, func(d sandbox.Preparer) (struct{}, error) { return struct{}{}, d.Prepare(ctx, spec) })
+	return err
+}
 
 func (p sandboxProxy) Info() sdk.Info { return p.s.info() }
 
@@ -80,8 +88,8 @@ func (p sandboxProxy) Deploy(ctx context.Context, spec sandbox.Spec) (sandbox.Sa
 	return call(ctx, p.s, func(d sandbox.Driver) (sandbox.Sandbox, error) { return d.Deploy(ctx, spec) })
 }
 
-func (p sandboxProxy) Terminate(ctx context.Context, id string) error {
-	_, err := call(ctx, p.s, func(d sandbox.Driver) (struct{}, error) { return struct{}{}, d.Terminate(ctx, id) })
+func (p sandboxProxy) Terminate(ctx context.Context, sb sandbox.Sandbox) error {
+	_, err := call(ctx, p.s, func(d sandbox.Driver) (struct{}, error) { return struct{}{}, d.Terminate(ctx, sb) })
 	return err
 }
 
@@ -89,6 +97,6 @@ func (p sandboxProxy) List(ctx context.Context, labels map[string]string) ([]san
 	return call(ctx, p.s, func(d sandbox.Driver) ([]sandbox.Sandbox, error) { return d.List(ctx, labels) })
 }
 
-func (p sandboxProxy) Exec(ctx context.Context, id string, cmd []string) (sandbox.ExecResult, error) {
-	return call(ctx, p.s, func(d sandbox.Driver) (sandbox.ExecResult, error) { return d.Exec(ctx, id, cmd) })
+func (p sandboxProxy) Exec(ctx context.Context, sb sandbox.Sandbox, cmd []string) (sandbox.ExecResult, error) {
+	return call(ctx, p.s, func(d sandbox.Driver) (sandbox.ExecResult, error) { return d.Exec(ctx, sb, cmd) })
 }

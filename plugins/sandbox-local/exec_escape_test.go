@@ -28,7 +28,7 @@ func TestExecChildOutsideGroupDoesNotHang(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	start := time.Now()
-	res, err := p.Exec(ctx, sb.ID, []string{"sh", "-c", `setsid sh -c 'echo $$ > "$0.tmp"; mv "$0.tmp" "$0"; exec sleep 30' "$0" & while [ ! -s "$0" ]; do sleep 0.05; done; echo 0.5`, pidFile})
+	res, err := p.Exec(ctx, sb, []string{"sh", "-c", `setsid sh -c 'echo $$ > "$0.tmp"; mv "$0.tmp" "$0"; exec sleep 30' "$0" & while [ ! -s "$0" ]; do sleep 0.05; done; echo 0.5`, pidFile})
 	if took := time.Since(start); took > 4*time.Second {
 		t.Fatalf("Exec took %s: it waited on a child outside the group", took)
 	}

@@ -1,8 +1,9 @@
 // Package local is the sandbox plugin for this machine. In process mode (an
 // env that declares a command) it runs the env as a plain process on a free
 // loopback port, in its own process group and temp dir. Every sandbox has a
-// state file, so a later plugin process can list and terminate what an
-// earlier one started. Docker mode (image-only envs) is not built yet.
+// state file, written before the env starts, so a later plugin process can
+// list and terminate what an earlier one started, even one killed
+// mid-deploy. Docker mode (image-only envs) is not built yet.
 package local
 
 import (
@@ -18,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentenv/agentenv/sdk"
+	"github.com/agentenv/agentenv/sdk/config"
 	"github.com/agentenv/agentenv/sdk/sandbox"
 )
 
@@ -39,7 +41,11 @@ const configSchema = `{
     },
     "ready_timeout": {
       "type": "string",
-      "description": "How long Deploy waits for the env to answer MCP initialize when the caller sets no deadline (default 60s)."
+      "description": "How long Deploy waits for the env to listen on its port when the caller sets no deadline (default 60s)."
+    },
+    "build_timeout": {
+      "type": "string",
+      "description": "How long an env's build command may run, as a Go duration (default 10m)."
     },
     "pass_env": {
       "type": "array",
@@ -49,17 +55,19 @@ const configSchema = `{
   }
 }`
 
-// Config is the plugin's configuration (see the schema above).
+// Config is the plugin's configuration; its keys are the schema's.
 type Config struct {
-	StateDir     string
-	Grace        time.Duration
-	ReadyTimeout time.Duration
-	PassEnv      []string
+	StateDir     string          `json:"state_dir"`
+	Grace        config.Duration `json:"grace"`
+	ReadyTimeout config.Duration `json:"ready_timeout"`
+	BuildTimeout config.Duration `json:"build_timeout"`
+	PassEnv      []string        `json:"pass_env"`
 }
 
 // DefaultConfig is the configuration before Configure.
 func DefaultConfig() Config {
-	return Config{StateDir: defaultStateDir(), Grace: 5 * time.Second, ReadyTimeout: 60 * time.Second}
+	return Config{StateDir: defaultStateDir(), Grace: config.Duration(5 * time.Second),
+		ReadyTimeout: config.Duration(60 * time.Second), BuildTimeout: config.Duration(10 * time.Minute)}
 }
 
 func defaultStateDir() string {
@@ -77,7 +85,6 @@ type Plugin struct {
 	mu    sync.Mutex
 	cfg   Config
 	procs map[string]*proc // sandboxes this process started, by id
-	ports map[int]struct{} // ports handed to live sandboxes of this process
 }
 
 var _ sandbox.Plugin = (*Plugin)(nil)
@@ -89,7 +96,6 @@ func New() *Plugin {
 		log:   defaultLogger(),
 		cfg:   DefaultConfig(),
 		procs: map[string]*proc{},
-		ports: map[int]struct{}{},
 	}
 }
 
@@ -114,52 +120,26 @@ func (p *Plugin) Info() sdk.Info {
 // Configure applies a configuration document (already checked against the
 // schema by the host; checked again here for direct callers).
 func (p *Plugin) Configure(_ context.Context, raw json.RawMessage) error {
-	var doc struct {
-		StateDir     *string  `json:"state_dir"`
-		Grace        *string  `json:"grace"`
-		ReadyTimeout *string  `json:"ready_timeout"`
-		PassEnv      []string `json:"pass_env"`
-	}
 	cfg := DefaultConfig()
-	if len(raw) > 0 && string(raw) != "null" {
-		dec := json.NewDecoder(strings.NewReader(string(raw)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&doc); err != nil {
-			return fmt.Errorf("sandbox-local config: %w", err)
-		}
+	if err := config.Decode("sandbox-local", raw, &cfg); err != nil {
+		return err
 	}
-	if doc.StateDir != nil {
-		if *doc.StateDir == "" {
-			return fmt.Errorf("sandbox-local config: state_dir is empty")
-		}
-		abs, err := filepath.Abs(*doc.StateDir)
-		if err != nil {
-			return fmt.Errorf("sandbox-local config: state_dir %q: %w", *doc.StateDir, err)
-		}
-		cfg.StateDir = abs
+	if cfg.StateDir == "" {
+		return fmt.Errorf("sandbox-local config: state_dir is empty")
 	}
-	for name, field := range map[string]struct {
-		s   *string
-		dst *time.Duration
-	}{"grace": {doc.Grace, &cfg.Grace}, "ready_timeout": {doc.ReadyTimeout, &cfg.ReadyTimeout}} {
-		if field.s == nil {
-			continue
-		}
-		d, err := time.ParseDuration(*field.s)
-		if err != nil {
-			return fmt.Errorf("sandbox-local config: %s %q is not a duration like \"5s\": %w", name, *field.s, err)
-		}
-		if d < 0 || (name == "ready_timeout" && d == 0) {
-			return fmt.Errorf("sandbox-local config: %s %q must be positive", name, *field.s)
-		}
-		*field.dst = d
+	abs, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return fmt.Errorf("sandbox-local config: state_dir %q: %w", cfg.StateDir, err)
 	}
-	for _, name := range doc.PassEnv {
+	cfg.StateDir = abs
+	if cfg.ReadyTimeout == 0 || cfg.BuildTimeout == 0 {
+		return fmt.Errorf("sandbox-local config: ready_timeout and build_timeout must be positive")
+	}
+	for _, name := range cfg.PassEnv {
 		if name == "" || strings.ContainsAny(name, "=\x00") {
 			return fmt.Errorf("sandbox-local config: pass_env entry %q is not a variable name", name)
 		}
 	}
-	cfg.PassEnv = doc.PassEnv
 	p.mu.Lock()
 	p.cfg = cfg
 	p.mu.Unlock()
@@ -175,17 +155,28 @@ func (p *Plugin) config() Config {
 // Deploy runs spec's env. Only process mode exists so far: spec.Command
 // must be set.
 func (p *Plugin) Deploy(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
-	if len(spec.Command) == 0 {
-		if spec.Image != "" {
-			return sandbox.Sandbox{}, fmt.Errorf("sandbox-local: env %q has only an image (%s); this version runs envs as processes only, so give the env a command in env.toml", spec.Env, spec.Image)
-		}
-		return sandbox.Sandbox{}, fmt.Errorf("sandbox-local: env %q has no command to run", spec.Env)
+	if err := runnable(spec); err != nil {
+		return sandbox.Sandbox{}, err
 	}
 	return p.deployProcess(ctx, spec)
 }
 
-// List returns the live sandboxes whose labels include labels. State files
-// of sandboxes whose processes are gone are removed on the way.
+// runnable says why this sandbox cannot run spec's env, if it cannot.
+// Prepare checks it too, so serve refuses such an env at start.
+func runnable(spec sandbox.Spec) error {
+	if len(spec.Command) > 0 {
+		return nil
+	}
+	if spec.Image != "" {
+		return fmt.Errorf("sandbox-local: env %q has only an image (%s); this version runs envs as processes only, so give the env a command in env.toml", spec.Env, spec.Image)
+	}
+	return fmt.Errorf("sandbox-local: env %q has no command to run", spec.Env)
+}
+
+// List returns the live sandboxes whose labels include labels. Sandboxes
+// whose processes are gone are cleaned up on the way, and a sandbox whose
+// plugin was killed before it recorded the env's pid is found by its id in
+// the env's environment.
 func (p *Plugin) List(_ context.Context, labels map[string]string) ([]sandbox.Sandbox, error) {
 	cfg := p.config()
 	states, err := readStates(cfg.StateDir)
@@ -194,8 +185,11 @@ func (p *Plugin) List(_ context.Context, labels map[string]string) ([]sandbox.Sa
 	}
 	var out []sandbox.Sandbox
 	for _, st := range states {
+		if st.PID == 0 && !p.adopt(st) {
+			continue
+		}
 		if !st.alive() {
-			p.log.Debug("removing state of a sandbox that is gone", "id", st.ID, "pid", st.PID)
+			p.log.Debug("removing a sandbox that is gone", "id", st.ID, "pid", st.PID)
 			p.forget(st)
 			continue
 		}
@@ -205,6 +199,27 @@ func (p *Plugin) List(_ context.Context, labels map[string]string) ([]sandbox.Sa
 		out = append(out, st.sandbox())
 	}
 	return out, nil
+}
+
+// adopt completes the state of a sandbox recorded before its env started
+// (PID 0): true when its env runs, false when it never started (its files
+// are removed once no deploy can still be starting it).
+func (p *Plugin) adopt(st *state) bool {
+	p.mu.Lock()
+	_, ours := p.procs[st.ID]
+	p.mu.Unlock()
+	if ours {
+		return false // being deployed by this process right now
+	}
+	if pid, ok := findByVar(sandbox.EnvSandboxID, st.ID); ok {
+		st.PID, st.PGID = pid, pid
+		st.ProcStart, _ = procStart(pid)
+		return true
+	}
+	if time.Since(st.Started) > time.Duration(p.config().ReadyTimeout) {
+		p.forget(st)
+	}
+	return false
 }
 
 func labelsMatch(have, want map[string]string) bool {
@@ -217,19 +232,26 @@ func labelsMatch(have, want map[string]string) bool {
 }
 
 // Terminate stops a sandbox: SIGTERM to its process group, SIGKILL after
-// the grace period, then removes its temp dir and state file. It works on
-// sandboxes of an earlier plugin process too.
-func (p *Plugin) Terminate(ctx context.Context, id string) error {
+// the grace period, then removes its temp dir and state file. The handle is
+// enough: it works on sandboxes of an earlier plugin process too, even when
+// their state file is gone.
+func (p *Plugin) Terminate(ctx context.Context, sb sandbox.Sandbox) error {
 	cfg := p.config()
-	st, err := readState(cfg.StateDir, id)
-	if err != nil {
-		return err
+	st, fileErr := readState(cfg.StateDir, sb.ID)
+	if fileErr != nil {
+		var ok bool
+		if st, ok = fromHandle(sb); !ok || !st.alive() {
+			return fileErr // ErrNotFound, naming the id
+		}
+	} else if st.PID == 0 && !p.adopt(st) {
+		p.forget(st)
+		return nil // recorded, but its env never started
 	}
 	p.mu.Lock()
-	pr := p.procs[id]
+	pr := p.procs[sb.ID]
 	p.mu.Unlock()
-	if err := stopGroup(ctx, st, pr, cfg.Grace, p.log); err != nil {
-		return fmt.Errorf("sandbox-local: terminating %s: %w", id, err)
+	if err := stopGroup(ctx, st, pr, time.Duration(cfg.Grace), p.log); err != nil {
+		return fmt.Errorf("sandbox-local: terminating %s: %w", sb.ID, err)
 	}
 	p.forget(st)
 	return nil
@@ -246,8 +268,10 @@ func (p *Plugin) forget(st *state) {
 	if err := removeState(cfg.StateDir, st.ID); err != nil {
 		p.log.Warn("removing sandbox state", "id", st.ID, "error", err)
 	}
+	if st.Port != 0 {
+		releasePort(cfg.StateDir, st.Port, st.ID)
+	}
 	p.mu.Lock()
 	delete(p.procs, st.ID)
-	delete(p.ports, st.Port)
 	p.mu.Unlock()
 }

@@ -19,7 +19,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentenv/agentenv/sdk/config"
 	"github.com/agentenv/agentenv/sdk/sandbox"
+	"github.com/agentenv/agentenv/sdk/sdktest"
 )
 
 // testenvBin is core/testenv, built once for the package's tests.
@@ -110,7 +112,7 @@ func deploy(t *testing.T, p *Plugin, spec sandbox.Spec) sandbox.Sandbox {
 	if err != nil {
 		t.Fatalf("Deploy: %v", err)
 	}
-	t.Cleanup(func() { _ = p.Terminate(context.Background(), sb.ID) })
+	t.Cleanup(func() { _ = p.Terminate(context.Background(), sb) })
 	return sb
 }
 
@@ -144,15 +146,22 @@ func TestLifecycle(t *testing.T) {
 	if err := echo(t, sb.Endpoint); err != nil {
 		t.Fatalf("env not reachable over MCP: %v", err)
 	}
-	var st state
-	if err := json.Unmarshal(sb.State, &st); err != nil || st.ID != sb.ID || st.PID == 0 {
-		t.Fatalf("State = %s (%v), want the sandbox's state", sb.State, err)
+	var h handle
+	if err := json.Unmarshal(sb.State, &h); err != nil || h.PID == 0 || h.Root == "" {
+		t.Fatalf("State = %s (%v), want the sandbox's handle", sb.State, err)
+	}
+	if strings.Contains(string(sb.State), "hello") {
+		t.Fatalf("the handle %s holds an env variable's value", sb.State)
+	}
+	st, err := readState(stateDir, sb.ID)
+	if err != nil || st.PID != h.PID {
+		t.Fatalf("state file: %+v, %v", st, err)
 	}
 	if _, err := os.Stat(filepath.Join(stateDir, sb.ID+".json")); err != nil {
 		t.Fatalf("no state file: %v", err)
 	}
 
-	res, err := p.Exec(context.Background(), sb.ID, []string{"sh", "-c", `echo "$GREETING $AGENTENV_SANDBOX_ID"; pwd; echo oops >&2; exit 3`})
+	res, err := p.Exec(context.Background(), sb, []string{"sh", "-c", `echo "$GREETING $AGENTENV_SANDBOX_ID"; pwd; echo oops >&2; exit 3`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +178,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("List with another label = %+v", got)
 	}
 
-	if err := p.Terminate(context.Background(), sb.ID); err != nil {
+	if err := p.Terminate(context.Background(), sb); err != nil {
 		t.Fatal(err)
 	}
 	if members := groupMembers(st.PGID); len(members) > 0 {
@@ -180,7 +189,7 @@ func TestLifecycle(t *testing.T) {
 			t.Errorf("%s still exists after Terminate", path)
 		}
 	}
-	err = p.Terminate(context.Background(), sb.ID)
+	err = p.Terminate(context.Background(), sb)
 	if !errors.Is(err, sandbox.ErrNotFound) || !strings.Contains(err.Error(), sb.ID) {
 		t.Fatalf("second Terminate = %v, want ErrNotFound naming the id", err)
 	}
@@ -190,7 +199,7 @@ func TestTerminateAcrossPluginRestart(t *testing.T) {
 	stateDir := t.TempDir()
 	first := newPlugin(t, stateDir, nil)
 	sb := deploy(t, first, testSpec("TESTENV_CHILD=1"))
-	var st state
+	var st handle
 	_ = json.Unmarshal(sb.State, &st)
 	waitFor(t, func() bool { return len(groupMembers(st.PGID)) == 2 }, "the env's child to start")
 
@@ -199,13 +208,13 @@ func TestTerminateAcrossPluginRestart(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].ID != sb.ID {
 		t.Fatalf("new plugin's List = %+v, %v; want the earlier sandbox", got, err)
 	}
-	if err := second.Terminate(context.Background(), sb.ID); err != nil {
+	if err := second.Terminate(context.Background(), sb); err != nil {
 		t.Fatal(err)
 	}
 	if members := groupMembers(st.PGID); len(members) > 0 {
 		t.Fatalf("env or its child survived: %v", members)
 	}
-	if _, err := first.Exec(context.Background(), sb.ID, []string{"true"}); !errors.Is(err, sandbox.ErrNotFound) {
+	if _, err := first.Exec(context.Background(), sb, []string{"true"}); !errors.Is(err, sandbox.ErrNotFound) {
 		t.Fatalf("Exec after Terminate = %v, want ErrNotFound", err)
 	}
 }
@@ -214,13 +223,13 @@ func TestTerminateKillsAfterGrace(t *testing.T) {
 	p := newPlugin(t, t.TempDir(), map[string]any{"grace": "200ms"})
 	sb := deploy(t, p, testSpec("TESTENV_IGNORE_TERM=1"))
 	start := time.Now()
-	if err := p.Terminate(context.Background(), sb.ID); err != nil {
+	if err := p.Terminate(context.Background(), sb); err != nil {
 		t.Fatal(err)
 	}
 	if d := time.Since(start); d < 200*time.Millisecond {
 		t.Fatalf("Terminate took %s: it did not wait the grace period before SIGKILL", d)
 	}
-	var st state
+	var st handle
 	_ = json.Unmarshal(sb.State, &st)
 	if members := groupMembers(st.PGID); len(members) > 0 {
 		t.Fatalf("env ignoring SIGTERM survived: %v", members)
@@ -232,10 +241,10 @@ func TestTerminateCancelledContextStillKills(t *testing.T) {
 	sb := deploy(t, p, testSpec("TESTENV_IGNORE_TERM=1"))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := p.Terminate(ctx, sb.ID); err != nil {
+	if err := p.Terminate(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
-	var st state
+	var st handle
 	_ = json.Unmarshal(sb.State, &st)
 	if members := groupMembers(st.PGID); len(members) > 0 {
 		t.Fatalf("env survived a cancelled Terminate: %v", members)
@@ -255,9 +264,9 @@ func TestDeployFailures(t *testing.T) {
 		{"missing program", sandbox.Spec{Env: "gone", Dir: t.TempDir(), Command: []string{"bin/nope"}}, 5 * time.Second,
 			[]string{`env "gone"`, "bin/nope", "no such file"}},
 		{"exits at start", testSpec("TESTENV_FAIL_START=1"), 10 * time.Second,
-			[]string{`env "testenv"`, "exited before answering", "exit status 2", "failing to start as asked"}},
+			[]string{`env "testenv"`, "exited before listening", "exit status 2", "failing to start as asked"}},
 		{"never answers", testSpec("TESTENV_START_DELAY=1m"), 700 * time.Millisecond,
-			[]string{`env "testenv"`, "no answer to MCP initialize", "deadline exceeded"}},
+			[]string{`env "testenv"`, "not listening on port", "deadline exceeded"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -274,9 +283,8 @@ func TestDeployFailures(t *testing.T) {
 					t.Errorf("error %q does not mention %q", err, w)
 				}
 			}
-			entries, _ := os.ReadDir(stateDir)
-			if len(entries) != 0 {
-				t.Errorf("state dir not empty after a failed deploy: %v", entries)
+			if left := stateLeft(stateDir); len(left) != 0 {
+				t.Errorf("state left after a failed deploy: %v", left)
 			}
 			if left := procsOf(testenvBin); len(left) > 0 {
 				t.Errorf("failed deploy left env processes %v", left)
@@ -295,10 +303,10 @@ func TestListForgetsDeadAndReusedPIDs(t *testing.T) {
 	self := os.Getpid()
 	selfStart, _ := procStart(self)
 	for _, st := range []*state{
-		{ID: "local-dead", PID: dead.Process.Pid, PGID: dead.Process.Pid, ProcStart: 1},
+		{ID: "local-dead", handle: handle{PID: dead.Process.Pid, PGID: dead.Process.Pid, ProcStart: 1}},
 		// Our own pid with another start time: a pid reused by an unrelated
 		// process, which must never be signalled.
-		{ID: "local-reused", PID: self, PGID: self, ProcStart: selfStart + 1},
+		{ID: "local-reused", handle: handle{PID: self, PGID: self, ProcStart: selfStart + 1}},
 	} {
 		st.Labels = map[string]string{"agentenv.instance": "test"}
 		if err := writeState(stateDir, st); err != nil {
@@ -318,11 +326,11 @@ func TestListForgetsDeadAndReusedPIDs(t *testing.T) {
 		}
 	}
 	// Terminate on a reused pid returns without signalling it (we are alive to check).
-	st := &state{ID: "local-reused2", PID: self, PGID: self, ProcStart: selfStart + 1}
+	st := &state{ID: "local-reused2", handle: handle{PID: self, PGID: self, ProcStart: selfStart + 1}}
 	if err := writeState(stateDir, st); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Terminate(context.Background(), st.ID); err != nil {
+	if err := p.Terminate(context.Background(), sandbox.Sandbox{ID: st.ID}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -355,7 +363,7 @@ func TestExec(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
 			defer cancel()
 			start := time.Now()
-			res, err := p.Exec(ctx, sb.ID, tc.cmd)
+			res, err := p.Exec(ctx, sb, tc.cmd)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -373,10 +381,10 @@ func TestExec(t *testing.T) {
 			}
 		})
 	}
-	if _, err := p.Exec(context.Background(), "local-unknown", []string{"true"}); !errors.Is(err, sandbox.ErrNotFound) {
+	if _, err := p.Exec(context.Background(), sandbox.Sandbox{ID: "local-unknown"}, []string{"true"}); !errors.Is(err, sandbox.ErrNotFound) {
 		t.Fatalf("Exec(unknown) = %v, want ErrNotFound", err)
 	}
-	if _, err := p.Exec(context.Background(), "../../etc/passwd", []string{"true"}); !errors.Is(err, sandbox.ErrNotFound) {
+	if _, err := p.Exec(context.Background(), sandbox.Sandbox{ID: "../../etc/passwd"}, []string{"true"}); !errors.Is(err, sandbox.ErrNotFound) {
 		t.Fatalf("Exec(path id) = %v, want ErrNotFound", err)
 	}
 }
@@ -413,7 +421,7 @@ func TestConcurrentDeploys(t *testing.T) {
 	}
 	for i := range n {
 		if errs[i] == nil {
-			if err := p.Terminate(context.Background(), sbs[i].ID); err != nil {
+			if err := p.Terminate(context.Background(), sbs[i]); err != nil {
 				t.Error(err)
 			}
 		}
@@ -432,8 +440,8 @@ func TestDeployCancelled(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Deploy = %v, want context.Canceled", err)
 	}
-	if entries, _ := os.ReadDir(stateDir); len(entries) != 0 {
-		t.Fatalf("state left: %v", entries)
+	if left := stateLeft(stateDir); len(left) != 0 {
+		t.Fatalf("state left: %v", left)
 	}
 }
 
@@ -441,12 +449,13 @@ func TestConfigure(t *testing.T) {
 	tests := []struct {
 		config, want string
 	}{
-		{`{"grace":"soon"}`, `grace "soon" is not a duration`},
-		{`{"grace":"-1s"}`, `grace "-1s" must be positive`},
-		{`{"ready_timeout":"0s"}`, `ready_timeout "0s" must be positive`},
+		{`{"grace":"soon"}`, `grace: "soon": not a duration`},
+		{`{"grace":5}`, `grace: 5: a duration is a string with a unit, like "5s"`},
+		{`{"grace":"-1s"}`, `grace: "-1s": a duration must not be negative`},
+		{`{"ready_timeout":"0s"}`, `ready_timeout and build_timeout must be positive`},
 		{`{"state_dir":""}`, `state_dir is empty`},
 		{`{"pass_env":["A=B"]}`, `pass_env entry "A=B"`},
-		{`{"colour":"red"}`, `unknown field "colour"`},
+		{`{"colour":"red"}`, `unknown setting "colour"; the settings are: build_timeout, grace, pass_env, ready_timeout, state_dir`},
 		{`[1]`, `sandbox-local config`},
 	}
 	for _, tc := range tests {
@@ -462,16 +471,29 @@ func TestConfigure(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := p.config()
-	if !filepath.IsAbs(cfg.StateDir) || cfg.Grace != time.Second || cfg.ReadyTimeout != 2*time.Second || cfg.PassEnv[0] != "LANG" {
+	if !filepath.IsAbs(cfg.StateDir) || cfg.Grace != config.Duration(time.Second) || cfg.ReadyTimeout != config.Duration(2*time.Second) || cfg.PassEnv[0] != "LANG" {
 		t.Fatalf("config = %+v", cfg)
 	}
-	if err := p.Configure(context.Background(), nil); err != nil || p.config().Grace != 5*time.Second {
+	if err := p.Configure(context.Background(), nil); err != nil || p.config().Grace != config.Duration(5*time.Second) {
 		t.Fatalf("empty config should restore defaults: %v %+v", err, p.config())
 	}
-	var schema map[string]any
-	if err := json.Unmarshal(p.Info().ConfigSchema, &schema); err != nil {
-		t.Fatalf("config schema is not JSON: %v", err)
+	sdktest.ConfigSchemaMatches(t, p.Info().ConfigSchema, Config{})
+}
+
+// stateLeft lists the state files and port reservations in stateDir.
+func stateLeft(stateDir string) []string {
+	var left []string
+	entries, _ := os.ReadDir(stateDir)
+	for _, e := range entries {
+		if e.Name() != "ports" {
+			left = append(left, e.Name())
+		}
 	}
+	ports, _ := os.ReadDir(portsDir(stateDir))
+	for _, e := range ports {
+		left = append(left, "ports/"+e.Name())
+	}
+	return left
 }
 
 func waitFor(t *testing.T, cond func() bool, what string) {

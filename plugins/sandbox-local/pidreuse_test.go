@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"encoding/json"
 	"os/exec"
 	"syscall"
 	"testing"
@@ -16,8 +15,8 @@ func TestTerminateOwnSandboxAfterPIDReuse(t *testing.T) {
 	stateDir := t.TempDir()
 	p := newPlugin(t, stateDir, map[string]any{"grace": "200ms"})
 	sb := deploy(t, p, testSpec())
-	var st state
-	if err := json.Unmarshal(sb.State, &st); err != nil {
+	st, err := readState(stateDir, sb.ID)
+	if err != nil {
 		t.Fatal(err)
 	}
 	_ = syscall.Kill(-st.PGID, syscall.SIGKILL)
@@ -40,11 +39,11 @@ func TestTerminateOwnSandboxAfterPIDReuse(t *testing.T) {
 	go func() { _ = foreign.Wait(); close(exited) }()
 	t.Cleanup(func() { _ = foreign.Process.Kill(); <-exited })
 	st.PID, st.PGID = foreign.Process.Pid, foreign.Process.Pid // ProcStart stays the env's
-	if err := writeState(stateDir, &st); err != nil {
+	if err := writeState(stateDir, st); err != nil {
 		t.Fatal(err)
 	}
 
-	if err := p.Terminate(context.Background(), sb.ID); err != nil {
+	if err := p.Terminate(context.Background(), sb); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -19,16 +19,33 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	p := New()
-	p.SetLogger(hclog.NewNullLogger())
 	raw, _ := json.Marshal(map[string]string{"state_dir": t.TempDir(), "grace": "2s"})
-	if err := p.Configure(context.Background(), raw); err != nil {
-		t.Fatal(err)
+	fresh := func() sandbox.Plugin {
+		p := New()
+		p.SetLogger(hclog.NewNullLogger())
+		if err := p.Configure(context.Background(), raw); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
-	sdktest.SandboxConformance(t, p, sdktest.SandboxCase{
-		Spec:        testSpec(),
+	// An env that listens but speaks no MCP: readiness is the host's
+	// business, so the sandbox must not wait for MCP.
+	builds := filepath.Join(t.TempDir(), "builds")
+	spec := sandbox.Spec{
+		Env: "plain", Dir: t.TempDir(),
+		Build:   []string{"sh", "-c", "echo built >> " + builds},
+		Command: []string{"python3", "-c", "import os,socket,time\ns=socket.socket()\ns.bind(('127.0.0.1', int(os.environ['AGENTENV_PORT'])))\ns.listen()\ntime.sleep(600)"},
+		Port:    18765,
+	}
+	sdktest.SandboxConformance(t, fresh(), sdktest.SandboxCase{
+		Spec:        spec,
 		ExecCommand: []string{"sh", "-c", `echo "port=$AGENTENV_PORT"`},
 		ExecStdout:  "port=",
+		Restart:     fresh,
+		PrepareCount: func() int {
+			data, _ := os.ReadFile(builds)
+			return strings.Count(string(data), "built")
+		},
 	})
 }
 
@@ -56,13 +73,17 @@ func TestPluginSubprocess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = first.Terminate(context.Background(), sb.ID) })
+	t.Cleanup(func() { _ = first.Terminate(context.Background(), sb) })
 	if err := echo(t, sb.Endpoint); err != nil {
 		t.Fatal(err)
 	}
-	var st state
-	if err := json.Unmarshal(sb.State, &st); err != nil {
-		t.Fatalf("state over the wire: %v", err)
+	var h handle
+	if err := json.Unmarshal(sb.State, &h); err != nil {
+		t.Fatalf("handle over the wire: %v", err)
+	}
+	st, err := readState(stateDir, sb.ID)
+	if err != nil || st.PGID != h.PGID {
+		t.Fatalf("state file: %+v, %v", st, err)
 	}
 	if _, err := first.Deploy(ctx, sandbox.Spec{Env: "img", Image: "alpine"}); err == nil || !strings.Contains(err.Error(), "only an image") {
 		t.Fatalf("image-only deploy over the wire = %v", err)
@@ -85,15 +106,15 @@ func TestPluginSubprocess(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].ID != sb.ID || got[0].Endpoint != sb.Endpoint {
 		t.Fatalf("second plugin's List = %+v, %v", got, err)
 	}
-	res, err := second.Exec(ctx, sb.ID, []string{"pwd"})
+	res, err := second.Exec(ctx, sb, []string{"pwd"})
 	if err != nil || strings.TrimSpace(res.Stdout) != st.WorkDir {
 		t.Fatalf("Exec via the second plugin = %+v, %v", res, err)
 	}
-	if err := second.Terminate(ctx, sb.ID); err != nil {
+	if err := second.Terminate(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return len(groupMembers(st.PGID)) == 0 }, "the env group to be gone")
-	if err := second.Terminate(ctx, sb.ID); !errors.Is(err, sandbox.ErrNotFound) {
+	if err := second.Terminate(ctx, sb); !errors.Is(err, sandbox.ErrNotFound) {
 		t.Fatalf("Terminate again over the wire = %v, want ErrNotFound", err)
 	}
 	if _, err := os.Stat(filepath.Join(stateDir, sb.ID+".json")); !errors.Is(err, os.ErrNotExist) {

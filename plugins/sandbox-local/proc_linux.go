@@ -60,3 +60,28 @@ func groupMembers(pgid int) []int {
 	}
 	return pids
 }
+
+// findByVar returns the pid of a process whose environment holds
+// name=value: how a plugin finds an env it started but was killed before
+// recording the pid of.
+func findByVar(name, value string) (int, bool) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, false
+	}
+	want := []byte(name + "=" + value + "\x00")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		if bytes.HasPrefix(data, want) || bytes.Contains(data, append([]byte{0}, want...)) {
+			return pid, true
+		}
+	}
+	return 0, false
+}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +20,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
 )
@@ -52,18 +50,37 @@ func (pr *proc) exited() bool {
 	}
 }
 
+// portTries bounds how often a deploy starts its env again on a new port
+// after the env found its port taken before it could bind it.
+const portTries = 3
+
 func (p *Plugin) deployProcess(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
 	cfg := p.config()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.ReadyTimeout)
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(cfg.ReadyTimeout))
 		defer cancel()
 	}
+	var err error
+	for try := 1; ; try++ {
+		var sb sandbox.Sandbox
+		var portLost bool
+		sb, portLost, err = p.startProcess(ctx, spec, cfg)
+		if !portLost || try == portTries || ctx.Err() != nil {
+			return sb, err
+		}
+		p.log.Warn("the env's port was taken before it bound it; starting it again on another", "env", spec.Env, "try", try, "error", err)
+	}
+}
+
+// startProcess starts spec's env once and waits until it listens. portLost
+// reports that the env exited because its port was already in use.
+func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config) (_ sandbox.Sandbox, portLost bool, _ error) {
 	argv := resolveCommand(spec.Dir, spec.Command)
 	id := newID()
 	root, err := os.MkdirTemp("", rootPrefix+"*")
 	if err != nil {
-		return sandbox.Sandbox{}, fmt.Errorf("sandbox-local: env %q: temp dir: %w", spec.Env, err)
+		return sandbox.Sandbox{}, false, fmt.Errorf("sandbox-local: env %q: temp dir: %w", spec.Env, err)
 	}
 	work, tmp := filepath.Join(root, "work"), filepath.Join(root, "tmp")
 	logPath := filepath.Join(root, envLog)
@@ -74,98 +91,107 @@ func (p *Plugin) deployProcess(ctx context.Context, spec sandbox.Spec) (sandbox.
 	}
 	if err != nil {
 		os.RemoveAll(root)
-		return sandbox.Sandbox{}, fmt.Errorf("sandbox-local: env %q: preparing %s: %w", spec.Env, root, err)
+		return sandbox.Sandbox{}, false, fmt.Errorf("sandbox-local: env %q: preparing %s: %w", spec.Env, root, err)
 	}
-	port, err := p.allocPort()
+	defer logf.Close() // the child holds its own descriptor
+	port, err := p.allocPort(cfg.StateDir, id)
 	if err != nil {
-		logf.Close()
 		os.RemoveAll(root)
-		return sandbox.Sandbox{}, fmt.Errorf("sandbox-local: env %q: %w", spec.Env, err)
+		return sandbox.Sandbox{}, false, fmt.Errorf("sandbox-local: env %q: %w", spec.Env, err)
 	}
 	environ := buildEnviron(cfg.PassEnv, spec, port, work, tmp, id)
+	st := &state{
+		handle: handle{Port: port, Root: root},
+		ID:     id, Env: spec.Env,
+		Endpoint: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		Labels:   copyLabels(spec.Labels), Started: time.Now().UTC(),
+		WorkDir: work, EnvDir: spec.Dir, Environ: environ,
+	}
+	pr := &proc{done: make(chan struct{})}
+	p.mu.Lock()
+	p.procs[id] = pr
+	p.mu.Unlock()
+	// Recorded before the env starts: a plugin killed from here on leaves a
+	// state file by which the next one finds the env (by its id, in its
+	// environment) and its temp dir.
+	if err := writeState(cfg.StateDir, st); err != nil {
+		close(pr.done)
+		p.forget(st)
+		return sandbox.Sandbox{}, false, fmt.Errorf("sandbox-local: env %q: %w", spec.Env, err)
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = work
 	cmd.Env = environ
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own group, so teardown reaches whatever the env starts.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
-	logf.Close() // the child holds its own descriptor
-	if err != nil {
-		p.releasePort(port)
-		os.RemoveAll(root)
-		return sandbox.Sandbox{}, fmt.Errorf("sandbox-local: env %q: starting %q (in %s): %w", spec.Env, argv, spec.Dir, err)
+	if err := cmd.Start(); err != nil {
+		close(pr.done)
+		p.forget(st)
+		return sandbox.Sandbox{}, false, fmt.Errorf("sandbox-local: env %q: starting %q (in %s): %w", spec.Env, argv, spec.Dir, err)
 	}
-	pr := &proc{cmd: cmd, done: make(chan struct{})}
+	pr.cmd = cmd
 	go func() {
 		pr.err = cmd.Wait()
 		close(pr.done)
 	}()
 	pid := cmd.Process.Pid
-	start, _ := procStart(pid)
-	st := &state{
-		ID: id, Env: spec.Env, PID: pid, PGID: pid, Port: port,
-		Endpoint: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		Labels:   copyLabels(spec.Labels), Started: time.Now().UTC(), ProcStart: start,
-		Root: root, WorkDir: work, EnvDir: spec.Dir, Environ: environ,
-	}
-	p.mu.Lock()
-	p.procs[id] = pr
-	p.mu.Unlock()
-	fail := func(why error) (sandbox.Sandbox, error) {
-		if err := stopGroup(context.Background(), st, pr, cfg.Grace, p.log); err != nil {
+	st.PID, st.PGID = pid, pid
+	st.ProcStart, _ = procStart(pid)
+	fail := func(why error) (sandbox.Sandbox, bool, error) {
+		if err := stopGroup(context.Background(), st, pr, time.Duration(cfg.Grace), p.log); err != nil {
 			p.log.Error("stopping a failed env", "id", id, "error", err)
 		}
 		tail := logTail(logPath, 2048)
 		p.forget(st)
+		lost := pr.exited() && strings.Contains(tail, "address already in use")
 		if tail != "" {
 			why = fmt.Errorf("%w; its output ends:\n%s", why, tail)
 		}
-		return sandbox.Sandbox{}, fmt.Errorf("sandbox-local: env %q (%q): %w", spec.Env, argv, why)
+		return sandbox.Sandbox{}, lost, fmt.Errorf("sandbox-local: env %q (%q): %w", spec.Env, argv, why)
 	}
-	// Written before the wait, so a plugin killed meanwhile leaves a
-	// record the next one can reap.
 	if err := writeState(cfg.StateDir, st); err != nil {
 		return fail(err)
 	}
 	began := time.Now()
-	if err := waitReady(ctx, st.Endpoint, pr); err != nil {
+	if err := waitListening(ctx, port, pr); err != nil {
 		return fail(err)
 	}
-	p.log.Info("deployed", "id", id, "env", spec.Env, "pid", pid, "endpoint", st.Endpoint, "ready_after", time.Since(began).String())
-	return st.sandbox(), nil
+	p.log.Info("deployed", "id", id, "env", spec.Env, "pid", pid, "endpoint", st.Endpoint, "listening_after", time.Since(began).String())
+	return st.sandbox(), false, nil
 }
 
-// waitReady retries MCP initialize until the env answers, exits, or ctx ends.
-func waitReady(ctx context.Context, endpoint string, pr *proc) error {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = nil
-	defer tr.CloseIdleConnections()
-	client := mcp.NewClient(&mcp.Implementation{Name: "agentenv-sandbox-local", Version: Version}, nil)
-	wait := 20 * time.Millisecond
-	var last error
+// waitListening returns once the env accepts connections on its loopback
+// port, fails as soon as it exits, or when ctx ends. Connecting to a closed
+// loopback port fails in microseconds, so it polls tightly at first: an env
+// is seen listening within a millisecond of binding. MCP is the host's
+// business, not the sandbox's.
+func waitListening(ctx context.Context, port int, pr *proc) error {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	var d net.Dialer
+	wait := 200 * time.Microsecond
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
 	for {
 		if pr.exited() {
-			return fmt.Errorf("exited before answering MCP initialize: %v", exitText(pr.err))
+			return fmt.Errorf("exited before listening on port %d: %v", port, exitText(pr.err))
 		}
-		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		session, err := client.Connect(actx, &mcp.StreamableClientTransport{
-			Endpoint: endpoint + "/mcp", HTTPClient: &http.Client{Transport: tr},
-			DisableStandaloneSSE: true, MaxRetries: -1,
-		}, nil)
+		dctx, cancel := context.WithTimeout(ctx, time.Second)
+		conn, err := d.DialContext(dctx, "tcp", addr)
 		cancel()
 		if err == nil {
-			_ = session.Close()
+			conn.Close()
 			return nil
 		}
-		last = err
+		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("no answer to MCP initialize at %s/mcp: %w (last error: %v)", endpoint, ctx.Err(), last)
+			return fmt.Errorf("not listening on port %d: %w (last error: %v)", port, ctx.Err(), err)
 		case <-pr.done:
-		case <-time.After(wait):
+		case <-timer.C:
 		}
-		wait = min(wait*2, 250*time.Millisecond)
+		wait = min(wait*2, 5*time.Millisecond)
 	}
 }
 
@@ -180,6 +206,12 @@ func exitText(err error) string {
 // grace (at once if ctx ends first). pr is nil for a sandbox another plugin
 // process started.
 func stopGroup(ctx context.Context, st *state, pr *proc, grace time.Duration, log hclog.Logger) error {
+	if st.PGID <= 0 {
+		return nil // never started
+	}
+	if pr != nil && pr.cmd == nil {
+		pr = nil
+	}
 	gone := func() bool {
 		if pr != nil && !pr.exited() {
 			return false
@@ -195,32 +227,46 @@ func stopGroup(ctx context.Context, st *state, pr *proc, grace time.Duration, lo
 		return nil
 	}
 	_ = syscall.Kill(-st.PGID, syscall.SIGTERM)
-	if waitGone(ctx, gone, grace) {
+	if waitGone(ctx, gone, pr, grace) {
 		return nil
 	}
 	log.Warn("env ignored SIGTERM; killing its group", "id", st.ID, "pgid", st.PGID, "grace", grace)
 	_ = syscall.Kill(-st.PGID, syscall.SIGKILL)
-	if waitGone(context.Background(), gone, killWait) {
+	if waitGone(context.Background(), gone, pr, killWait) {
 		return nil
 	}
 	return fmt.Errorf("processes %v of group %d still run %s after SIGKILL", groupMembers(st.PGID), st.PGID, killWait)
 }
 
-// waitGone polls gone until it holds (true), d passes or ctx ends (false).
-func waitGone(ctx context.Context, gone func() bool, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	wait := 5 * time.Millisecond
+// waitGone waits until gone holds (true), d passes or ctx ends (false).
+// For a process this plugin started, the leader's exit wakes it at once;
+// the rest of the group (rarely still there then) is polled.
+func waitGone(ctx context.Context, gone func() bool, pr *proc, d time.Duration) bool {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	if pr != nil {
+		select {
+		case <-pr.done:
+		case <-ctx.Done():
+			return gone()
+		case <-deadline.C:
+			return gone()
+		}
+	}
+	wait := time.Millisecond
 	for {
 		if gone() {
 			return true
 		}
-		if time.Now().After(deadline) {
-			return false
-		}
+		poll := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			poll.Stop()
 			return gone()
-		case <-time.After(wait):
+		case <-deadline.C:
+			poll.Stop()
+			return gone()
+		case <-poll.C:
 		}
 		wait = min(wait*2, 100*time.Millisecond)
 	}
@@ -228,7 +274,8 @@ func waitGone(ctx context.Context, gone func() bool, d time.Duration) bool {
 
 // Exec runs cmd in the sandbox's working dir with the env's environment,
 // as a plain subprocess in its own process group.
-func (p *Plugin) Exec(ctx context.Context, id string, cmd []string) (sandbox.ExecResult, error) {
+func (p *Plugin) Exec(ctx context.Context, sb sandbox.Sandbox, cmd []string) (sandbox.ExecResult, error) {
+	id := sb.ID
 	st, err := readState(p.config().StateDir, id)
 	if err != nil {
 		return sandbox.ExecResult{}, err
@@ -376,41 +423,43 @@ func buildEnviron(pass []string, spec sandbox.Spec, port int, work, tmp, id stri
 		env = append(env, k+"="+spec.EnvVars[k])
 	}
 	return append(env,
-		"AGENTENV_PORT="+strconv.Itoa(port),
-		"AGENTENV_ENV_DIR="+spec.Dir,
-		"AGENTENV_SANDBOX_ID="+id,
+		sandbox.EnvPort+"="+strconv.Itoa(port),
+		EnvEnvDir+"="+spec.Dir,
+		sandbox.EnvSandboxID+"="+id,
 		"HOME="+work,
 		"TMPDIR="+tmp,
 	)
 }
 
-// allocPort finds a free loopback port not already handed to a live
-// sandbox of this process (the kernel may offer a just-closed one again).
-func (p *Plugin) allocPort() (int, error) {
-	for range 50 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+// EnvEnvDir is the variable holding the env's folder in its bundle (the
+// local sandbox runs the env from a temp dir of its own).
+const EnvEnvDir = "AGENTENV_ENV_DIR"
+
+// allocPort picks a free loopback port for sandbox id and reserves it for
+// every local plugin process sharing stateDir. It picks below the kernel's
+// ephemeral range, so no outgoing connection's local port (which the
+// kernel takes from that range, and which bind cannot see) can take it
+// before the env binds it.
+func (p *Plugin) allocPort(stateDir, id string) (int, error) {
+	lo, hi := portRange()
+	for range 200 {
+		port := lo + int(randUint32()%uint32(hi-lo+1))
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			return 0, fmt.Errorf("finding a free port: %w", err)
+			continue // in use
 		}
-		port := ln.Addr().(*net.TCPAddr).Port
 		ln.Close()
-		p.mu.Lock()
-		_, taken := p.ports[port]
-		if !taken {
-			p.ports[port] = struct{}{}
-		}
-		p.mu.Unlock()
-		if !taken {
+		if reservePort(stateDir, port, id) {
 			return port, nil
 		}
 	}
-	return 0, errors.New("finding a free port: every port offered is in use by a sandbox")
+	return 0, fmt.Errorf("finding a free port in %d-%d: every port tried is in use", lo, hi)
 }
 
-func (p *Plugin) releasePort(port int) {
-	p.mu.Lock()
-	delete(p.ports, port)
-	p.mu.Unlock()
+func randUint32() uint32 {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
 
 func newID() string {

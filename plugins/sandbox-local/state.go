@@ -14,25 +14,34 @@ import (
 	"github.com/agentenv/agentenv/sdk/sandbox"
 )
 
-// state is what a sandbox's state file records: enough for any later plugin
-// process to find, check and stop it.
-type state struct {
-	ID       string            `json:"id"`
-	Env      string            `json:"env"`
-	PID      int               `json:"pid"`
-	PGID     int               `json:"pgid"`
-	Port     int               `json:"port"`
-	Endpoint string            `json:"endpoint"`
-	Labels   map[string]string `json:"labels,omitempty"`
-	Started  time.Time         `json:"started"`
+// handle is what a sandbox's handle (sandbox.Sandbox.State) carries:
+// enough for any later plugin process to check and stop it, and no secret
+// (the env's variables stay in the state file).
+type handle struct {
+	PID  int `json:"pid"`
+	PGID int `json:"pgid"`
 	// ProcStart is the leader's start time as /proc/<pid>/stat reports it
 	// (clock ticks since boot); it tells our process from a later one that
 	// reused the pid.
-	ProcStart uint64   `json:"proc_start,omitempty"`
-	Root      string   `json:"root"`    // the sandbox's temp dir (removed on terminate)
-	WorkDir   string   `json:"workdir"` // the env's working dir, under Root
-	EnvDir    string   `json:"env_dir"` // the env's folder in its bundle
-	Environ   []string `json:"environ"` // the env's environment, reused by Exec
+	ProcStart uint64 `json:"proc_start,omitempty"`
+	Port      int    `json:"port"`
+	Root      string `json:"root"` // the sandbox's temp dir (removed on terminate)
+}
+
+// state is what a sandbox's state file records: its handle, and what Exec
+// and List need besides. The file is written (0600, in the plugin's state
+// dir) before the env starts, so a plugin killed at any point leaves a
+// record the next one can reap; PID is 0 until the env has started.
+type state struct {
+	handle
+	ID       string            `json:"id"`
+	Env      string            `json:"env"`
+	Endpoint string            `json:"endpoint"`
+	Labels   map[string]string `json:"labels,omitempty"`
+	Started  time.Time         `json:"started"`
+	WorkDir  string            `json:"workdir"` // the env's working dir, under Root
+	EnvDir   string            `json:"env_dir"` // the env's folder in its bundle
+	Environ  []string          `json:"environ"` // the env's environment, reused by Exec; never in a handle
 }
 
 const stateExt = ".json"
@@ -87,7 +96,7 @@ func readState(dir, id string) (*state, error) {
 	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, fmt.Errorf("sandbox-local: state file %s: %w", statePath(dir, id), err)
 	}
-	if st.ID != id || st.PID <= 0 || st.PGID <= 0 {
+	if st.ID != id || st.PID < 0 || st.PGID < 0 {
 		return nil, fmt.Errorf("sandbox-local: state file %s: inconsistent (id %q, pid %d, pgid %d)", statePath(dir, id), st.ID, st.PID, st.PGID)
 	}
 	return &st, nil
@@ -127,17 +136,30 @@ func removeState(dir, id string) error {
 }
 
 func (st *state) sandbox() sandbox.Sandbox {
-	raw, _ := json.Marshal(st)
-	return sandbox.Sandbox{ID: st.ID, Endpoint: st.Endpoint, Labels: st.Labels, State: raw}
+	raw, _ := json.Marshal(st.handle)
+	return sandbox.Sandbox{ID: st.ID, Endpoint: st.Endpoint, Labels: copyLabels(st.Labels), State: raw}
+}
+
+// fromHandle rebuilds the part of a state a handle carries. ok is false
+// for a handle without state (one made by hand from an id).
+func fromHandle(sb sandbox.Sandbox) (*state, bool) {
+	var h handle
+	if len(sb.State) == 0 || json.Unmarshal(sb.State, &h) != nil || h.PGID <= 0 || !validID.MatchString(sb.ID) {
+		return nil, false
+	}
+	return &state{handle: h, ID: sb.ID, Endpoint: sb.Endpoint}, true
 }
 
 // alive reports whether the sandbox's processes still run. The leader is
 // ours only if its start time matches: the kernel never reuses a pid while
 // a group of that id exists, so a reused pid means our group is gone.
-func (st *state) alive() bool {
-	start, ok := procStart(st.PID)
-	if ok && st.ProcStart != 0 && start != st.ProcStart {
+func (h handle) alive() bool {
+	if h.PGID <= 0 {
 		return false
 	}
-	return len(groupMembers(st.PGID)) > 0
+	start, ok := procStart(h.PID)
+	if ok && h.ProcStart != 0 && start != h.ProcStart {
+		return false
+	}
+	return len(groupMembers(h.PGID)) > 0
 }

@@ -25,7 +25,8 @@ var _ plugin.GRPCPlugin = (*GRPCPlugin)(nil)
 
 func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	pb.RegisterBaseServer(s, &wire.BaseServer{Impl: p.Impl})
-	pb.RegisterSandboxServer(s, &server{impl: p.Impl})
+	prep, _ := p.Impl.(Preparer)
+	pb.RegisterSandboxServer(s, &server{impl: p.Impl, prep: &preparer{impl: prep, envs: map[string]*prepared{}}})
 	return nil
 }
 
@@ -36,13 +37,24 @@ func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc
 type server struct {
 	pb.UnimplementedSandboxServer
 	impl Plugin
+	prep *preparer
 }
 
+func (s *server) Prepare(ctx context.Context, req *pb.PrepareRequest) (*pb.PrepareResponse, error) {
+	if err := s.prep.prepare(ctx, specFromPB(req.Spec)); err != nil {
+		return nil, wire.ToStatus(err)
+	}
+	return &pb.PrepareResponse{}, nil
+}
+
+// Deploy prepares the env first (once per process), so a plugin restarted
+// since the host's Prepare call still builds before it deploys.
 func (s *server) Deploy(ctx context.Context, req *pb.DeployRequest) (*pb.SandboxInfo, error) {
-	sb, err := s.impl.Deploy(ctx, Spec{
-		Env: req.Env, Dir: req.Dir, Image: req.Image, Command: req.Command, Port: int(req.Port),
-		EnvVars: req.EnvVars, CPU: req.Cpu, MemoryMB: int(req.MemoryMb), Labels: req.Labels,
-	})
+	spec := specFromPB(req)
+	if err := s.prep.prepare(ctx, spec); err != nil {
+		return nil, wire.ToStatus(err)
+	}
+	sb, err := s.impl.Deploy(ctx, spec)
 	if err != nil {
 		return nil, wire.ToStatus(err)
 	}
@@ -50,7 +62,7 @@ func (s *server) Deploy(ctx context.Context, req *pb.DeployRequest) (*pb.Sandbox
 }
 
 func (s *server) Terminate(ctx context.Context, req *pb.TerminateRequest) (*pb.TerminateResponse, error) {
-	if err := s.impl.Terminate(ctx, req.Id); err != nil {
+	if err := s.impl.Terminate(ctx, fromPB(req.Sandbox)); err != nil {
 		return nil, wire.ToStatus(err)
 	}
 	return &pb.TerminateResponse{}, nil
@@ -69,11 +81,30 @@ func (s *server) List(ctx context.Context, req *pb.ListRequest) (*pb.ListRespons
 }
 
 func (s *server) Exec(ctx context.Context, req *pb.ExecRequest) (*pb.ExecResponse, error) {
-	r, err := s.impl.Exec(ctx, req.Id, req.Command)
+	r, err := s.impl.Exec(ctx, fromPB(req.Sandbox), req.Command)
 	if err != nil {
 		return nil, wire.ToStatus(err)
 	}
 	return &pb.ExecResponse{ExitCode: int32(r.ExitCode), Stdout: r.Stdout, Stderr: r.Stderr}, nil
+}
+
+func specToPB(spec Spec) *pb.DeployRequest {
+	return &pb.DeployRequest{
+		Env: spec.Env, Dir: spec.Dir, Image: spec.Image, Command: spec.Command, Build: spec.Build,
+		Port: int32(spec.Port), EnvVars: spec.EnvVars, Cpu: spec.CPU, MemoryMb: int32(spec.MemoryMB),
+		Labels: spec.Labels,
+	}
+}
+
+func specFromPB(req *pb.DeployRequest) Spec {
+	if req == nil {
+		return Spec{}
+	}
+	return Spec{
+		Env: req.Env, Dir: req.Dir, Image: req.Image, Command: req.Command, Build: req.Build,
+		Port: int(req.Port), EnvVars: req.EnvVars, CPU: req.Cpu, MemoryMB: int(req.MemoryMb),
+		Labels: req.Labels,
+	}
 }
 
 func toPB(sb Sandbox) *pb.SandboxInfo {
@@ -81,6 +112,9 @@ func toPB(sb Sandbox) *pb.SandboxInfo {
 }
 
 func fromPB(sb *pb.SandboxInfo) Sandbox {
+	if sb == nil {
+		return Sandbox{}
+	}
 	return Sandbox{ID: sb.Id, Endpoint: sb.Endpoint, Labels: sb.Labels, State: sb.State}
 }
 
@@ -92,24 +126,29 @@ type Client struct {
 
 var (
 	_ Driver     = (*Client)(nil)
+	_ Preparer   = (*Client)(nil)
 	_ sdk.Remote = (*Client)(nil)
 )
 
+// Prepare asks the plugin to prepare an env (a no-op for plugins that
+// prepare nothing).
+func (c *Client) Prepare(ctx context.Context, spec Spec) error {
+	_, err := c.c.Prepare(ctx, &pb.PrepareRequest{Spec: specToPB(spec)})
+	return wire.FromStatus(err)
+}
+
 // Deploy asks the plugin to deploy an env.
 func (c *Client) Deploy(ctx context.Context, spec Spec) (Sandbox, error) {
-	r, err := c.c.Deploy(ctx, &pb.DeployRequest{
-		Env: spec.Env, Dir: spec.Dir, Image: spec.Image, Command: spec.Command, Port: int32(spec.Port),
-		EnvVars: spec.EnvVars, Cpu: spec.CPU, MemoryMb: int32(spec.MemoryMB), Labels: spec.Labels,
-	})
+	r, err := c.c.Deploy(ctx, specToPB(spec))
 	if err != nil {
 		return Sandbox{}, wire.FromStatus(err)
 	}
 	return fromPB(r), nil
 }
 
-// Terminate asks the plugin to tear a sandbox down.
-func (c *Client) Terminate(ctx context.Context, id string) error {
-	_, err := c.c.Terminate(ctx, &pb.TerminateRequest{Id: id})
+// Terminate asks the plugin to tear the sandbox of a handle down.
+func (c *Client) Terminate(ctx context.Context, sb Sandbox) error {
+	_, err := c.c.Terminate(ctx, &pb.TerminateRequest{Sandbox: toPB(sb)})
 	return wire.FromStatus(err)
 }
 
@@ -126,9 +165,9 @@ func (c *Client) List(ctx context.Context, labels map[string]string) ([]Sandbox,
 	return out, nil
 }
 
-// Exec asks the plugin to run a command in a sandbox.
-func (c *Client) Exec(ctx context.Context, id string, cmd []string) (ExecResult, error) {
-	r, err := c.c.Exec(ctx, &pb.ExecRequest{Id: id, Command: cmd})
+// Exec asks the plugin to run a command in the sandbox of a handle.
+func (c *Client) Exec(ctx context.Context, sb Sandbox, cmd []string) (ExecResult, error) {
+	r, err := c.c.Exec(ctx, &pb.ExecRequest{Sandbox: toPB(sb), Command: cmd})
 	if err != nil {
 		return ExecResult{}, wire.FromStatus(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,35 +19,64 @@ import (
 
 // SandboxCase says what the sandbox conformance suite deploys and runs.
 type SandboxCase struct {
-	// Spec is deployed; its env must listen on Spec.Port (or the port the
-	// sandbox hands it) so the endpoint accepts TCP connections. The suite
-	// adds a unique label of its own.
+	// Spec is deployed. Its env must listen on $AGENTENV_PORT (or Spec.Port
+	// where the sandbox gives each env its own network); it need not speak
+	// MCP, since readiness is the host's business, not the sandbox's. The
+	// suite adds a label and a secret variable of its own.
 	Spec sandbox.Spec
 	// ExecCommand is run in the sandbox and must exit 0 printing
 	// ExecStdout (a substring). Nil means the sandbox does not support
 	// Exec: the suite then requires sandbox.ErrExecUnsupported.
 	ExecCommand []string
 	ExecStdout  string
+	// Restart returns a new instance of the plugin, configured as the
+	// first, standing for a plugin process started after the first one
+	// died. When set, the suite terminates the sandbox through it using
+	// only the handle Deploy returned, as the host does after a crash.
+	Restart func() sandbox.Plugin
+	// PrepareCount, for a plugin that implements sandbox.Preparer, returns
+	// how many times its Prepare has run for Spec.Env; the suite checks it
+	// runs once however many calls arrive.
+	PrepareCount func() int
+	// ReadyWithin bounds how long after Deploy the endpoint may take to
+	// accept TCP connections; default 30s.
+	ReadyWithin time.Duration
 	// GoneWithin bounds how long the endpoint may still accept connections
 	// after Terminate returns; default 5s.
 	GoneWithin time.Duration
 }
 
+// secretVar is the variable the suite deploys with; its value must never
+// show in a handle.
+const secretVar = "AGENTENV_CONFORMANCE_SECRET"
+
 // SandboxConformance runs the sandbox conformance suite against p, served
-// over real gRPC in-process: deploy → reachable → exec → listed by labels
-// → terminate → gone, and the errors for unknown ids.
+// over real gRPC in-process: prepare once → deploy → reachable → no secret
+// in the handle → listed by labels → exec with the handle → terminate with
+// the handle (through a restarted instance when sc.Restart is set) → gone,
+// and the errors for unknown handles.
 func SandboxConformance(t *testing.T, p sandbox.Plugin, sc SandboxCase) {
 	t.Helper()
 	c := Sandbox(t, p)
 	runChecks(t, infoChecks(c, sdk.KindSandbox))
-	runSandboxLifecycle(t, c, sc)
+	term := c
+	if sc.Restart != nil {
+		term = Sandbox(t, sc.Restart())
+	}
+	_, preparer := p.(sandbox.Preparer)
+	runSandboxLifecycle(t, c, term, preparer, sc)
 }
 
-func runSandboxLifecycle(t *testing.T, c sandbox.Driver, sc SandboxCase) {
+func nonce() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func runSandboxLifecycle(t *testing.T, c, term *sandbox.Client, preparer bool, sc SandboxCase) {
 	t.Helper()
-	var nonce [6]byte
-	_, _ = rand.Read(nonce[:])
-	label := map[string]string{"agentenv.conformance": hex.EncodeToString(nonce[:])}
+	label := map[string]string{"agentenv.conformance": nonce()}
+	secret := "s3cret-" + nonce()
 	spec := sc.Spec
 	spec.Labels = map[string]string{}
 	for k, v := range sc.Spec.Labels {
@@ -55,12 +85,41 @@ func runSandboxLifecycle(t *testing.T, c sandbox.Driver, sc SandboxCase) {
 	for k, v := range label {
 		spec.Labels[k] = v
 	}
+	spec.EnvVars = map[string]string{secretVar: secret}
+	for k, v := range sc.Spec.EnvVars {
+		spec.EnvVars[k] = v
+	}
 	if sc.GoneWithin == 0 {
 		sc.GoneWithin = 5 * time.Second
+	}
+	if sc.ReadyWithin == 0 {
+		sc.ReadyWithin = 30 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
+	if preparer {
+		ok := t.Run("prepare once", func(t *testing.T) {
+			var wg sync.WaitGroup
+			errs := make([]error, 4)
+			for i := range errs {
+				wg.Add(1)
+				go func() { defer wg.Done(); errs[i] = c.Prepare(ctx, spec) }()
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				t.Fatalf("Prepare: %v", err)
+			}
+			if sc.PrepareCount != nil {
+				if n := sc.PrepareCount(); n != 1 {
+					t.Errorf("Prepare ran %d times for 4 calls; the SDK runs it once per env", n)
+				}
+			}
+		})
+		if !ok {
+			return
+		}
+	}
 	sb, err := c.Deploy(ctx, spec)
 	if err != nil {
 		t.Fatalf("Deploy: %v", err)
@@ -68,7 +127,7 @@ func runSandboxLifecycle(t *testing.T, c sandbox.Driver, sc SandboxCase) {
 	terminated := false
 	t.Cleanup(func() {
 		if !terminated {
-			_ = c.Terminate(context.Background(), sb.ID)
+			_ = c.Terminate(context.Background(), sb)
 		}
 	})
 	steps := []check{
@@ -80,11 +139,41 @@ func runSandboxLifecycle(t *testing.T, c sandbox.Driver, sc SandboxCase) {
 			if err != nil {
 				return err
 			}
-			conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-			if err != nil {
-				return fmt.Errorf("endpoint %s not reachable after Deploy: %w", sb.Endpoint, err)
+			deadline := time.Now().Add(sc.ReadyWithin)
+			for {
+				conn, err := net.DialTimeout("tcp", addr, time.Second)
+				if err == nil {
+					return conn.Close()
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("endpoint %s not reachable %v after Deploy: %w", sb.Endpoint, sc.ReadyWithin, err)
+				}
+				time.Sleep(time.Millisecond)
 			}
-			return conn.Close()
+		}},
+		{"prepared once after deploy", func(ctx context.Context) error {
+			if !preparer || sc.PrepareCount == nil {
+				return nil
+			}
+			if n := sc.PrepareCount(); n != 1 {
+				return fmt.Errorf("Prepare ran %d times after Deploy; want once per env per process", n)
+			}
+			return nil
+		}},
+		{"no secret in the handle", func(ctx context.Context) error {
+			if err := noSecret("Deploy", sb, secret); err != nil {
+				return err
+			}
+			got, err := c.List(ctx, label)
+			if err != nil {
+				return fmt.Errorf("List: %w", err)
+			}
+			for _, h := range got {
+				if err := noSecret("List", h, secret); err != nil {
+					return err
+				}
+			}
+			return nil
 		}},
 		{"listed by labels", func(ctx context.Context) error {
 			got, err := c.List(ctx, label)
@@ -110,13 +199,13 @@ func runSandboxLifecycle(t *testing.T, c sandbox.Driver, sc SandboxCase) {
 		}},
 		{"exec", func(ctx context.Context) error {
 			if sc.ExecCommand == nil {
-				_, err := c.Exec(ctx, sb.ID, []string{"true"})
+				_, err := c.Exec(ctx, sb, []string{"true"})
 				if !errors.Is(err, sandbox.ErrExecUnsupported) {
 					return fmt.Errorf("Exec on a sandbox without exec: %v, want ErrExecUnsupported", err)
 				}
 				return nil
 			}
-			r, err := c.Exec(ctx, sb.ID, sc.ExecCommand)
+			r, err := term.Exec(ctx, sb, sc.ExecCommand)
 			if err != nil {
 				return fmt.Errorf("Exec(%q): %w", sc.ExecCommand, err)
 			}
@@ -125,8 +214,9 @@ func runSandboxLifecycle(t *testing.T, c sandbox.Driver, sc SandboxCase) {
 			}
 			return nil
 		}},
-		{"terminate", func(ctx context.Context) error {
-			if err := c.Terminate(ctx, sb.ID); err != nil {
+		{"terminate with the handle", func(ctx context.Context) error {
+			// Only the handle: as a host whose plugin was restarted has.
+			if err := term.Terminate(ctx, sandbox.Sandbox{ID: sb.ID, Endpoint: sb.Endpoint, Labels: sb.Labels, State: sb.State}); err != nil {
 				return fmt.Errorf("Terminate: %w", err)
 			}
 			terminated = true
@@ -152,21 +242,22 @@ func runSandboxLifecycle(t *testing.T, c sandbox.Driver, sc SandboxCase) {
 			}
 		}},
 		{"terminate twice", func(ctx context.Context) error {
-			if err := c.Terminate(ctx, sb.ID); !errors.Is(err, sandbox.ErrNotFound) {
+			if err := c.Terminate(ctx, sb); !errors.Is(err, sandbox.ErrNotFound) {
 				return fmt.Errorf("second Terminate: %v, want ErrNotFound", err)
 			}
 			return nil
 		}},
-		{"unknown id", func(ctx context.Context) error {
-			if err := c.Terminate(ctx, "no-such-sandbox"); !errors.Is(err, sandbox.ErrNotFound) {
-				return fmt.Errorf("Terminate(unknown id): %v, want ErrNotFound", err)
+		{"unknown handle", func(ctx context.Context) error {
+			unknown := sandbox.Sandbox{ID: "no-such-sandbox"}
+			if err := c.Terminate(ctx, unknown); !errors.Is(err, sandbox.ErrNotFound) {
+				return fmt.Errorf("Terminate(unknown handle): %v, want ErrNotFound", err)
 			}
-			if err := c.Terminate(ctx, "no-such-sandbox"); err == nil || !strings.Contains(err.Error(), "no-such-sandbox") {
-				return errors.New("Terminate(unknown id): the error does not name the id")
+			if err := c.Terminate(ctx, unknown); err == nil || !strings.Contains(err.Error(), "no-such-sandbox") {
+				return errors.New("Terminate(unknown handle): the error does not name the id")
 			}
 			if sc.ExecCommand != nil {
-				if _, err := c.Exec(ctx, "no-such-sandbox", sc.ExecCommand); !errors.Is(err, sandbox.ErrNotFound) {
-					return fmt.Errorf("Exec(unknown id): %v, want ErrNotFound", err)
+				if _, err := c.Exec(ctx, unknown, sc.ExecCommand); !errors.Is(err, sandbox.ErrNotFound) {
+					return fmt.Errorf("Exec(unknown handle): %v, want ErrNotFound", err)
 				}
 			}
 			return nil
@@ -178,10 +269,24 @@ func runSandboxLifecycle(t *testing.T, c sandbox.Driver, sc SandboxCase) {
 				t.Error(err)
 			}
 		})
-		if !ok && (s.name == "deployed" || s.name == "terminate") {
+		if !ok && (s.name == "deployed" || s.name == "terminate with the handle") {
 			return
 		}
 	}
+}
+
+// noSecret checks that no part of a handle holds the secret.
+func noSecret(from string, sb sandbox.Sandbox, secret string) error {
+	parts := []string{sb.ID, sb.Endpoint, string(sb.State)}
+	for k, v := range sb.Labels {
+		parts = append(parts, k, v)
+	}
+	for _, p := range parts {
+		if strings.Contains(p, secret) {
+			return fmt.Errorf("the handle %s returned holds the value of the env variable %s: a handle must hold no env variable values (they may be credentials)", from, secretVar)
+		}
+	}
+	return nil
 }
 
 func endpointAddr(endpoint string) (string, error) {

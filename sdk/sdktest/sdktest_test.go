@@ -134,13 +134,24 @@ func TestToolFormatConformancePasses(t *testing.T) {
 }
 
 // memSandbox "deploys" a loopback listener; enough to drive the suite.
-type memSandbox struct {
+// Instances sharing a memStore stand for processes of one plugin.
+type memSandbox struct{ *memStore }
+
+type memStore struct {
 	mu   sync.Mutex
 	live map[string]struct {
 		ln     net.Listener
 		labels map[string]string
 	}
-	n int
+	n        int
+	prepared int
+}
+
+func (m *memSandbox) Prepare(context.Context, sandbox.Spec) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.prepared++
+	return nil
 }
 
 func (*memSandbox) Info() sdk.Info { return sdk.Info{Name: "mem", Kind: sdk.KindSandbox, Version: "1"} }
@@ -176,7 +187,8 @@ func (m *memSandbox) Deploy(_ context.Context, spec sandbox.Spec) (sandbox.Sandb
 	return sandbox.Sandbox{ID: id, Endpoint: "http://" + ln.Addr().String(), Labels: spec.Labels}, nil
 }
 
-func (m *memSandbox) Terminate(_ context.Context, id string) error {
+func (m *memSandbox) Terminate(_ context.Context, sb sandbox.Sandbox) error {
+	id := sb.ID
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.live[id]
@@ -203,7 +215,8 @@ next:
 	return out, nil
 }
 
-func (m *memSandbox) Exec(ctx context.Context, id string, cmd []string) (sandbox.ExecResult, error) {
+func (m *memSandbox) Exec(ctx context.Context, sb sandbox.Sandbox, cmd []string) (sandbox.ExecResult, error) {
+	id := sb.ID
 	m.mu.Lock()
 	_, ok := m.live[id]
 	m.mu.Unlock()
@@ -222,10 +235,17 @@ func (m *memSandbox) Exec(ctx context.Context, id string, cmd []string) (sandbox
 }
 
 func TestSandboxConformancePasses(t *testing.T) {
-	SandboxConformance(t, &memSandbox{}, SandboxCase{
+	store := &memStore{}
+	SandboxConformance(t, &memSandbox{store}, SandboxCase{
 		Spec:        sandbox.Spec{Env: "mem", Labels: map[string]string{"agentenv.episode": "ep-1"}},
 		ExecCommand: []string{"echo", "hello"},
 		ExecStdout:  "hello",
+		Restart:     func() sandbox.Plugin { return &memSandbox{store} },
+		PrepareCount: func() int {
+			store.mu.Lock()
+			defer store.mu.Unlock()
+			return store.prepared
+		},
 	})
 }
 

@@ -35,10 +35,11 @@ func TestEveryEvalTaskThroughTheEngine(t *testing.T) {
 	defer cancel()
 	stateDir := t.TempDir()
 	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}})
-	loc, err := LocalEngine(ctx, b, stateDir, log)
+	loc, err := LocalEngine(ctx, dir, stateDir, log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer loc.Close(context.Background())
 	runner := &Engine{Player: loc.Engine}
 	for _, c := range []struct {
 		policy Policy

@@ -7,25 +7,29 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/agentenv/agentenv/core/bundle"
-	"github.com/agentenv/agentenv/core/episode"
+	"github.com/agentenv/agentenv/core/runtime"
 	local "github.com/agentenv/agentenv/plugins/sandbox-local"
 	hermes "github.com/agentenv/agentenv/plugins/toolformat-hermes"
+	"github.com/agentenv/agentenv/sdk/sandbox"
 	"github.com/agentenv/agentenv/sdk/toolformat"
 )
 
 // Instance labels every sandbox the baselines deploy.
 const Instance = "gridsim-baseline"
 
-// Local is an episode engine with its sandbox.
+// Local is an open runtime over the in-process local sandbox.
 type Local struct {
-	Engine  *episode.Engine
+	*runtime.Runtime
 	Sandbox *local.Plugin
 }
 
-// LeftOver lists the sandboxes the baselines deployed that are still up.
+// LeftOver lists the sandboxes the baselines deployed that are still up,
+// once the engine's background teardowns are done.
 func (l *Local) LeftOver(ctx context.Context) ([]string, error) {
-	boxes, err := l.Sandbox.List(ctx, map[string]string{"agentenv.instance": Instance})
+	if err := l.Engine.Idle(ctx); err != nil {
+		return nil, err
+	}
+	boxes, err := l.Sandbox.List(ctx, map[string]string{sandbox.LabelServer: Instance})
 	if err != nil {
 		return nil, fmt.Errorf("listing sandboxes: %w", err)
 	}
@@ -36,11 +40,11 @@ func (l *Local) LeftOver(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// LocalEngine is an episode engine over the local process sandbox and the
-// hermes tool-call format, both run in this process (the engine and the
-// sandbox are the ones `agentenv serve` uses; only the plugin RPC is left
-// out). stateDir holds the sandbox's state files ("" = its default).
-func LocalEngine(ctx context.Context, b *bundle.Bundle, stateDir string, log hclog.Logger) (*Local, error) {
+// LocalEngine opens the bundle in dir on the runtime `agentenv serve`
+// uses, with the local process sandbox and the hermes tool-call format run
+// in this process (only the plugin RPC is left out). stateDir holds the
+// sandbox's state files ("" = its default). Close it when done.
+func LocalEngine(ctx context.Context, dir, stateDir string, log hclog.Logger) (*Local, error) {
 	sb := local.New()
 	if log != nil {
 		sb.SetLogger(log.Named("sandbox-local"))
@@ -60,16 +64,12 @@ func LocalEngine(ctx context.Context, b *bundle.Bundle, stateDir string, log hcl
 		}
 		return hermes.New(), nil
 	}
-	e, err := episode.NewEngine(episode.Config{
-		Bundle:            b,
-		Sandbox:           sb,
-		ToolFormat:        formats,
-		DefaultToolFormat: "hermes",
-		Labels:            map[string]string{"agentenv.instance": Instance},
-		Logger:            log,
+	rt, err := runtime.Open(ctx, dir, runtime.Options{
+		SandboxDriver: sb, ToolFormats: formats, ToolFormat: "hermes",
+		ServerID: Instance, Logger: log,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Local{Engine: e, Sandbox: sb}, nil
+	return &Local{Runtime: rt, Sandbox: sb}, nil
 }

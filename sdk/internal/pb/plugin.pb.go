@@ -646,6 +646,7 @@ type DeployRequest struct {
 	Cpu           float64                `protobuf:"fixed64,7,opt,name=cpu,proto3" json:"cpu,omitempty"`
 	MemoryMb      int32                  `protobuf:"varint,8,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
 	Labels        map[string]string      `protobuf:"bytes,9,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Build         []string               `protobuf:"bytes,10,rep,name=build,proto3" json:"build,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -743,6 +744,93 @@ func (x *DeployRequest) GetLabels() map[string]string {
 	return nil
 }
 
+func (x *DeployRequest) GetBuild() []string {
+	if x != nil {
+		return x.Build
+	}
+	return nil
+}
+
+type PrepareRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Spec          *DeployRequest         `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrepareRequest) Reset() {
+	*x = PrepareRequest{}
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrepareRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrepareRequest) ProtoMessage() {}
+
+func (x *PrepareRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrepareRequest.ProtoReflect.Descriptor instead.
+func (*PrepareRequest) Descriptor() ([]byte, []int) {
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *PrepareRequest) GetSpec() *DeployRequest {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+type PrepareResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrepareResponse) Reset() {
+	*x = PrepareResponse{}
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrepareResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrepareResponse) ProtoMessage() {}
+
+func (x *PrepareResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrepareResponse.ProtoReflect.Descriptor instead.
+func (*PrepareResponse) Descriptor() ([]byte, []int) {
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
+}
+
 type SandboxInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -755,7 +843,7 @@ type SandboxInfo struct {
 
 func (x *SandboxInfo) Reset() {
 	*x = SandboxInfo{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -767,7 +855,7 @@ func (x *SandboxInfo) String() string {
 func (*SandboxInfo) ProtoMessage() {}
 
 func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -780,7 +868,7 @@ func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxInfo.ProtoReflect.Descriptor instead.
 func (*SandboxInfo) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SandboxInfo) GetId() string {
@@ -813,14 +901,14 @@ func (x *SandboxInfo) GetState() []byte {
 
 type TerminateRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Sandbox       *SandboxInfo           `protobuf:"bytes,1,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TerminateRequest) Reset() {
 	*x = TerminateRequest{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -832,7 +920,7 @@ func (x *TerminateRequest) String() string {
 func (*TerminateRequest) ProtoMessage() {}
 
 func (x *TerminateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -845,14 +933,14 @@ func (x *TerminateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminateRequest.ProtoReflect.Descriptor instead.
 func (*TerminateRequest) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
-func (x *TerminateRequest) GetId() string {
+func (x *TerminateRequest) GetSandbox() *SandboxInfo {
 	if x != nil {
-		return x.Id
+		return x.Sandbox
 	}
-	return ""
+	return nil
 }
 
 type TerminateResponse struct {
@@ -863,7 +951,7 @@ type TerminateResponse struct {
 
 func (x *TerminateResponse) Reset() {
 	*x = TerminateResponse{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -875,7 +963,7 @@ func (x *TerminateResponse) String() string {
 func (*TerminateResponse) ProtoMessage() {}
 
 func (x *TerminateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -888,7 +976,7 @@ func (x *TerminateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminateResponse.ProtoReflect.Descriptor instead.
 func (*TerminateResponse) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 type ListRequest struct {
@@ -900,7 +988,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -912,7 +1000,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -925,7 +1013,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListRequest) GetLabels() map[string]string {
@@ -944,7 +1032,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -956,7 +1044,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -969,7 +1057,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListResponse) GetSandboxes() []*SandboxInfo {
@@ -981,7 +1069,7 @@ func (x *ListResponse) GetSandboxes() []*SandboxInfo {
 
 type ExecRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Sandbox       *SandboxInfo           `protobuf:"bytes,1,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	Command       []string               `protobuf:"bytes,2,rep,name=command,proto3" json:"command,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -989,7 +1077,7 @@ type ExecRequest struct {
 
 func (x *ExecRequest) Reset() {
 	*x = ExecRequest{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1001,7 +1089,7 @@ func (x *ExecRequest) String() string {
 func (*ExecRequest) ProtoMessage() {}
 
 func (x *ExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1014,14 +1102,14 @@ func (x *ExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
 func (*ExecRequest) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
 }
 
-func (x *ExecRequest) GetId() string {
+func (x *ExecRequest) GetSandbox() *SandboxInfo {
 	if x != nil {
-		return x.Id
+		return x.Sandbox
 	}
-	return ""
+	return nil
 }
 
 func (x *ExecRequest) GetCommand() []string {
@@ -1042,7 +1130,7 @@ type ExecResponse struct {
 
 func (x *ExecResponse) Reset() {
 	*x = ExecResponse{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1054,7 +1142,7 @@ func (x *ExecResponse) String() string {
 func (*ExecResponse) ProtoMessage() {}
 
 func (x *ExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1067,7 +1155,7 @@ func (x *ExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResponse.ProtoReflect.Descriptor instead.
 func (*ExecResponse) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ExecResponse) GetExitCode() int32 {
@@ -1131,7 +1219,7 @@ const file_agentenv_plugin_v1_plugin_proto_rawDesc = "" +
 	"\rParseResponse\x12\x18\n" +
 	"\acontent\x18\x01 \x01(\tR\acontent\x12.\n" +
 	"\x05calls\x18\x02 \x03(\v2\x18.agentenv.plugin.v1.CallR\x05calls\x128\n" +
-	"\bunparsed\x18\x03 \x03(\v2\x1c.agentenv.plugin.v1.UnparsedR\bunparsed\"\xaf\x03\n" +
+	"\bunparsed\x18\x03 \x03(\v2\x1c.agentenv.plugin.v1.UnparsedR\bunparsed\"\xc5\x03\n" +
 	"\rDeployRequest\x12\x10\n" +
 	"\x03env\x18\x01 \x01(\tR\x03env\x12\x10\n" +
 	"\x03dir\x18\x02 \x01(\tR\x03dir\x12\x14\n" +
@@ -1141,13 +1229,18 @@ const file_agentenv_plugin_v1_plugin_proto_rawDesc = "" +
 	"\benv_vars\x18\x06 \x03(\v2..agentenv.plugin.v1.DeployRequest.EnvVarsEntryR\aenvVars\x12\x10\n" +
 	"\x03cpu\x18\a \x01(\x01R\x03cpu\x12\x1b\n" +
 	"\tmemory_mb\x18\b \x01(\x05R\bmemoryMb\x12E\n" +
-	"\x06labels\x18\t \x03(\v2-.agentenv.plugin.v1.DeployRequest.LabelsEntryR\x06labels\x1a:\n" +
+	"\x06labels\x18\t \x03(\v2-.agentenv.plugin.v1.DeployRequest.LabelsEntryR\x06labels\x12\x14\n" +
+	"\x05build\x18\n" +
+	" \x03(\tR\x05build\x1a:\n" +
 	"\fEnvVarsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xcf\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"G\n" +
+	"\x0ePrepareRequest\x125\n" +
+	"\x04spec\x18\x01 \x01(\v2!.agentenv.plugin.v1.DeployRequestR\x04spec\"\x11\n" +
+	"\x0fPrepareResponse\"\xcf\x01\n" +
 	"\vSandboxInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bendpoint\x18\x02 \x01(\tR\bendpoint\x12C\n" +
@@ -1155,9 +1248,9 @@ const file_agentenv_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x05state\x18\x04 \x01(\fR\x05state\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\"\n" +
-	"\x10TerminateRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\x13\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"M\n" +
+	"\x10TerminateRequest\x129\n" +
+	"\asandbox\x18\x01 \x01(\v2\x1f.agentenv.plugin.v1.SandboxInfoR\asandbox\"\x13\n" +
 	"\x11TerminateResponse\"\x8d\x01\n" +
 	"\vListRequest\x12C\n" +
 	"\x06labels\x18\x01 \x03(\v2+.agentenv.plugin.v1.ListRequest.LabelsEntryR\x06labels\x1a9\n" +
@@ -1165,9 +1258,9 @@ const file_agentenv_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"M\n" +
 	"\fListResponse\x12=\n" +
-	"\tsandboxes\x18\x01 \x03(\v2\x1f.agentenv.plugin.v1.SandboxInfoR\tsandboxes\"7\n" +
-	"\vExecRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\tsandboxes\x18\x01 \x03(\v2\x1f.agentenv.plugin.v1.SandboxInfoR\tsandboxes\"b\n" +
+	"\vExecRequest\x129\n" +
+	"\asandbox\x18\x01 \x01(\v2\x1f.agentenv.plugin.v1.SandboxInfoR\asandbox\x12\x18\n" +
 	"\acommand\x18\x02 \x03(\tR\acommand\"[\n" +
 	"\fExecResponse\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
@@ -1180,8 +1273,9 @@ const file_agentenv_plugin_v1_plugin_proto_rawDesc = "" +
 	"\aCombine\x12\".agentenv.plugin.v1.CombineRequest\x1a#.agentenv.plugin.v1.CombineResponse2Z\n" +
 	"\n" +
 	"ToolFormat\x12L\n" +
-	"\x05Parse\x12 .agentenv.plugin.v1.ParseRequest\x1a!.agentenv.plugin.v1.ParseResponse2\xc7\x02\n" +
-	"\aSandbox\x12L\n" +
+	"\x05Parse\x12 .agentenv.plugin.v1.ParseRequest\x1a!.agentenv.plugin.v1.ParseResponse2\x9b\x03\n" +
+	"\aSandbox\x12R\n" +
+	"\aPrepare\x12\".agentenv.plugin.v1.PrepareRequest\x1a#.agentenv.plugin.v1.PrepareResponse\x12L\n" +
 	"\x06Deploy\x12!.agentenv.plugin.v1.DeployRequest\x1a\x1f.agentenv.plugin.v1.SandboxInfo\x12X\n" +
 	"\tTerminate\x12$.agentenv.plugin.v1.TerminateRequest\x1a%.agentenv.plugin.v1.TerminateResponse\x12I\n" +
 	"\x04List\x12\x1f.agentenv.plugin.v1.ListRequest\x1a .agentenv.plugin.v1.ListResponse\x12I\n" +
@@ -1199,7 +1293,7 @@ func file_agentenv_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 	return file_agentenv_plugin_v1_plugin_proto_rawDescData
 }
 
-var file_agentenv_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_agentenv_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_agentenv_plugin_v1_plugin_proto_goTypes = []any{
 	(*InfoRequest)(nil),       // 0: agentenv.plugin.v1.InfoRequest
 	(*InfoResponse)(nil),      // 1: agentenv.plugin.v1.InfoResponse
@@ -1214,49 +1308,56 @@ var file_agentenv_plugin_v1_plugin_proto_goTypes = []any{
 	(*ParseRequest)(nil),      // 10: agentenv.plugin.v1.ParseRequest
 	(*ParseResponse)(nil),     // 11: agentenv.plugin.v1.ParseResponse
 	(*DeployRequest)(nil),     // 12: agentenv.plugin.v1.DeployRequest
-	(*SandboxInfo)(nil),       // 13: agentenv.plugin.v1.SandboxInfo
-	(*TerminateRequest)(nil),  // 14: agentenv.plugin.v1.TerminateRequest
-	(*TerminateResponse)(nil), // 15: agentenv.plugin.v1.TerminateResponse
-	(*ListRequest)(nil),       // 16: agentenv.plugin.v1.ListRequest
-	(*ListResponse)(nil),      // 17: agentenv.plugin.v1.ListResponse
-	(*ExecRequest)(nil),       // 18: agentenv.plugin.v1.ExecRequest
-	(*ExecResponse)(nil),      // 19: agentenv.plugin.v1.ExecResponse
-	nil,                       // 20: agentenv.plugin.v1.DeployRequest.EnvVarsEntry
-	nil,                       // 21: agentenv.plugin.v1.DeployRequest.LabelsEntry
-	nil,                       // 22: agentenv.plugin.v1.SandboxInfo.LabelsEntry
-	nil,                       // 23: agentenv.plugin.v1.ListRequest.LabelsEntry
+	(*PrepareRequest)(nil),    // 13: agentenv.plugin.v1.PrepareRequest
+	(*PrepareResponse)(nil),   // 14: agentenv.plugin.v1.PrepareResponse
+	(*SandboxInfo)(nil),       // 15: agentenv.plugin.v1.SandboxInfo
+	(*TerminateRequest)(nil),  // 16: agentenv.plugin.v1.TerminateRequest
+	(*TerminateResponse)(nil), // 17: agentenv.plugin.v1.TerminateResponse
+	(*ListRequest)(nil),       // 18: agentenv.plugin.v1.ListRequest
+	(*ListResponse)(nil),      // 19: agentenv.plugin.v1.ListResponse
+	(*ExecRequest)(nil),       // 20: agentenv.plugin.v1.ExecRequest
+	(*ExecResponse)(nil),      // 21: agentenv.plugin.v1.ExecResponse
+	nil,                       // 22: agentenv.plugin.v1.DeployRequest.EnvVarsEntry
+	nil,                       // 23: agentenv.plugin.v1.DeployRequest.LabelsEntry
+	nil,                       // 24: agentenv.plugin.v1.SandboxInfo.LabelsEntry
+	nil,                       // 25: agentenv.plugin.v1.ListRequest.LabelsEntry
 }
 var file_agentenv_plugin_v1_plugin_proto_depIdxs = []int32{
 	4,  // 0: agentenv.plugin.v1.CombineRequest.scores:type_name -> agentenv.plugin.v1.Score
 	7,  // 1: agentenv.plugin.v1.ParseRequest.tools:type_name -> agentenv.plugin.v1.Tool
 	8,  // 2: agentenv.plugin.v1.ParseResponse.calls:type_name -> agentenv.plugin.v1.Call
 	9,  // 3: agentenv.plugin.v1.ParseResponse.unparsed:type_name -> agentenv.plugin.v1.Unparsed
-	20, // 4: agentenv.plugin.v1.DeployRequest.env_vars:type_name -> agentenv.plugin.v1.DeployRequest.EnvVarsEntry
-	21, // 5: agentenv.plugin.v1.DeployRequest.labels:type_name -> agentenv.plugin.v1.DeployRequest.LabelsEntry
-	22, // 6: agentenv.plugin.v1.SandboxInfo.labels:type_name -> agentenv.plugin.v1.SandboxInfo.LabelsEntry
-	23, // 7: agentenv.plugin.v1.ListRequest.labels:type_name -> agentenv.plugin.v1.ListRequest.LabelsEntry
-	13, // 8: agentenv.plugin.v1.ListResponse.sandboxes:type_name -> agentenv.plugin.v1.SandboxInfo
-	0,  // 9: agentenv.plugin.v1.Base.Info:input_type -> agentenv.plugin.v1.InfoRequest
-	2,  // 10: agentenv.plugin.v1.Base.Configure:input_type -> agentenv.plugin.v1.ConfigureRequest
-	5,  // 11: agentenv.plugin.v1.Reward.Combine:input_type -> agentenv.plugin.v1.CombineRequest
-	10, // 12: agentenv.plugin.v1.ToolFormat.Parse:input_type -> agentenv.plugin.v1.ParseRequest
-	12, // 13: agentenv.plugin.v1.Sandbox.Deploy:input_type -> agentenv.plugin.v1.DeployRequest
-	14, // 14: agentenv.plugin.v1.Sandbox.Terminate:input_type -> agentenv.plugin.v1.TerminateRequest
-	16, // 15: agentenv.plugin.v1.Sandbox.List:input_type -> agentenv.plugin.v1.ListRequest
-	18, // 16: agentenv.plugin.v1.Sandbox.Exec:input_type -> agentenv.plugin.v1.ExecRequest
-	1,  // 17: agentenv.plugin.v1.Base.Info:output_type -> agentenv.plugin.v1.InfoResponse
-	3,  // 18: agentenv.plugin.v1.Base.Configure:output_type -> agentenv.plugin.v1.ConfigureResponse
-	6,  // 19: agentenv.plugin.v1.Reward.Combine:output_type -> agentenv.plugin.v1.CombineResponse
-	11, // 20: agentenv.plugin.v1.ToolFormat.Parse:output_type -> agentenv.plugin.v1.ParseResponse
-	13, // 21: agentenv.plugin.v1.Sandbox.Deploy:output_type -> agentenv.plugin.v1.SandboxInfo
-	15, // 22: agentenv.plugin.v1.Sandbox.Terminate:output_type -> agentenv.plugin.v1.TerminateResponse
-	17, // 23: agentenv.plugin.v1.Sandbox.List:output_type -> agentenv.plugin.v1.ListResponse
-	19, // 24: agentenv.plugin.v1.Sandbox.Exec:output_type -> agentenv.plugin.v1.ExecResponse
-	17, // [17:25] is the sub-list for method output_type
-	9,  // [9:17] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	22, // 4: agentenv.plugin.v1.DeployRequest.env_vars:type_name -> agentenv.plugin.v1.DeployRequest.EnvVarsEntry
+	23, // 5: agentenv.plugin.v1.DeployRequest.labels:type_name -> agentenv.plugin.v1.DeployRequest.LabelsEntry
+	12, // 6: agentenv.plugin.v1.PrepareRequest.spec:type_name -> agentenv.plugin.v1.DeployRequest
+	24, // 7: agentenv.plugin.v1.SandboxInfo.labels:type_name -> agentenv.plugin.v1.SandboxInfo.LabelsEntry
+	15, // 8: agentenv.plugin.v1.TerminateRequest.sandbox:type_name -> agentenv.plugin.v1.SandboxInfo
+	25, // 9: agentenv.plugin.v1.ListRequest.labels:type_name -> agentenv.plugin.v1.ListRequest.LabelsEntry
+	15, // 10: agentenv.plugin.v1.ListResponse.sandboxes:type_name -> agentenv.plugin.v1.SandboxInfo
+	15, // 11: agentenv.plugin.v1.ExecRequest.sandbox:type_name -> agentenv.plugin.v1.SandboxInfo
+	0,  // 12: agentenv.plugin.v1.Base.Info:input_type -> agentenv.plugin.v1.InfoRequest
+	2,  // 13: agentenv.plugin.v1.Base.Configure:input_type -> agentenv.plugin.v1.ConfigureRequest
+	5,  // 14: agentenv.plugin.v1.Reward.Combine:input_type -> agentenv.plugin.v1.CombineRequest
+	10, // 15: agentenv.plugin.v1.ToolFormat.Parse:input_type -> agentenv.plugin.v1.ParseRequest
+	13, // 16: agentenv.plugin.v1.Sandbox.Prepare:input_type -> agentenv.plugin.v1.PrepareRequest
+	12, // 17: agentenv.plugin.v1.Sandbox.Deploy:input_type -> agentenv.plugin.v1.DeployRequest
+	16, // 18: agentenv.plugin.v1.Sandbox.Terminate:input_type -> agentenv.plugin.v1.TerminateRequest
+	18, // 19: agentenv.plugin.v1.Sandbox.List:input_type -> agentenv.plugin.v1.ListRequest
+	20, // 20: agentenv.plugin.v1.Sandbox.Exec:input_type -> agentenv.plugin.v1.ExecRequest
+	1,  // 21: agentenv.plugin.v1.Base.Info:output_type -> agentenv.plugin.v1.InfoResponse
+	3,  // 22: agentenv.plugin.v1.Base.Configure:output_type -> agentenv.plugin.v1.ConfigureResponse
+	6,  // 23: agentenv.plugin.v1.Reward.Combine:output_type -> agentenv.plugin.v1.CombineResponse
+	11, // 24: agentenv.plugin.v1.ToolFormat.Parse:output_type -> agentenv.plugin.v1.ParseResponse
+	14, // 25: agentenv.plugin.v1.Sandbox.Prepare:output_type -> agentenv.plugin.v1.PrepareResponse
+	15, // 26: agentenv.plugin.v1.Sandbox.Deploy:output_type -> agentenv.plugin.v1.SandboxInfo
+	17, // 27: agentenv.plugin.v1.Sandbox.Terminate:output_type -> agentenv.plugin.v1.TerminateResponse
+	19, // 28: agentenv.plugin.v1.Sandbox.List:output_type -> agentenv.plugin.v1.ListResponse
+	21, // 29: agentenv.plugin.v1.Sandbox.Exec:output_type -> agentenv.plugin.v1.ExecResponse
+	21, // [21:30] is the sub-list for method output_type
+	12, // [12:21] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_agentenv_plugin_v1_plugin_proto_init() }
@@ -1270,7 +1371,7 @@ func file_agentenv_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentenv_plugin_v1_plugin_proto_rawDesc), len(file_agentenv_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

@@ -371,6 +371,7 @@ var ToolFormat_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
+	Sandbox_Prepare_FullMethodName   = "/agentenv.plugin.v1.Sandbox/Prepare"
 	Sandbox_Deploy_FullMethodName    = "/agentenv.plugin.v1.Sandbox/Deploy"
 	Sandbox_Terminate_FullMethodName = "/agentenv.plugin.v1.Sandbox/Terminate"
 	Sandbox_List_FullMethodName      = "/agentenv.plugin.v1.Sandbox/List"
@@ -380,7 +381,12 @@ const (
 // SandboxClient is the client API for Sandbox service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// Sandbox is protocol 2: the host keeps each handle (SandboxInfo) and
+// passes it back to Terminate and Exec, so a restarted plugin process acts
+// on what an earlier one deployed.
 type SandboxClient interface {
+	Prepare(ctx context.Context, in *PrepareRequest, opts ...grpc.CallOption) (*PrepareResponse, error)
 	Deploy(ctx context.Context, in *DeployRequest, opts ...grpc.CallOption) (*SandboxInfo, error)
 	Terminate(ctx context.Context, in *TerminateRequest, opts ...grpc.CallOption) (*TerminateResponse, error)
 	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error)
@@ -393,6 +399,16 @@ type sandboxClient struct {
 
 func NewSandboxClient(cc grpc.ClientConnInterface) SandboxClient {
 	return &sandboxClient{cc}
+}
+
+func (c *sandboxClient) Prepare(ctx context.Context, in *PrepareRequest, opts ...grpc.CallOption) (*PrepareResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PrepareResponse)
+	err := c.cc.Invoke(ctx, Sandbox_Prepare_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (c *sandboxClient) Deploy(ctx context.Context, in *DeployRequest, opts ...grpc.CallOption) (*SandboxInfo, error) {
@@ -438,7 +454,12 @@ func (c *sandboxClient) Exec(ctx context.Context, in *ExecRequest, opts ...grpc.
 // SandboxServer is the server API for Sandbox service.
 // All implementations must embed UnimplementedSandboxServer
 // for forward compatibility.
+//
+// Sandbox is protocol 2: the host keeps each handle (SandboxInfo) and
+// passes it back to Terminate and Exec, so a restarted plugin process acts
+// on what an earlier one deployed.
 type SandboxServer interface {
+	Prepare(context.Context, *PrepareRequest) (*PrepareResponse, error)
 	Deploy(context.Context, *DeployRequest) (*SandboxInfo, error)
 	Terminate(context.Context, *TerminateRequest) (*TerminateResponse, error)
 	List(context.Context, *ListRequest) (*ListResponse, error)
@@ -453,6 +474,9 @@ type SandboxServer interface {
 // pointer dereference when methods are called.
 type UnimplementedSandboxServer struct{}
 
+func (UnimplementedSandboxServer) Prepare(context.Context, *PrepareRequest) (*PrepareResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Prepare not implemented")
+}
 func (UnimplementedSandboxServer) Deploy(context.Context, *DeployRequest) (*SandboxInfo, error) {
 	return nil, status.Error(codes.Unimplemented, "method Deploy not implemented")
 }
@@ -484,6 +508,24 @@ func RegisterSandboxServer(s grpc.ServiceRegistrar, srv SandboxServer) {
 		t.testEmbeddedByValue()
 	}
 	s.RegisterService(&Sandbox_ServiceDesc, srv)
+}
+
+func _Sandbox_Prepare_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PrepareRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServer).Prepare(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Sandbox_Prepare_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServer).Prepare(ctx, req.(*PrepareRequest))
+	}
+	return interceptor(ctx, in, info, handler)
 }
 
 func _Sandbox_Deploy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
@@ -565,6 +607,10 @@ var Sandbox_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "agentenv.plugin.v1.Sandbox",
 	HandlerType: (*SandboxServer)(nil),
 	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Prepare",
+			Handler:    _Sandbox_Prepare_Handler,
+		},
 		{
 			MethodName: "Deploy",
 			Handler:    _Sandbox_Deploy_Handler,

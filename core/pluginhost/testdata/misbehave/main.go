@@ -4,6 +4,7 @@
 //
 //	badcookie   serves with the wrong handshake cookie
 //	badversion  serves only protocol version 99
+//	oldversion  serves only protocol version 1 (an SDK before sandbox contract v2)
 //	crash       dies before the handshake
 //	badschema   serves, but its config schema is not a valid JSON Schema
 //	wrongkind   answers Info as a toolformat plugin
@@ -55,6 +56,10 @@ func main() {
 		serve(hs, sdk.ProtocolVersion, p)
 	case "badversion":
 		serve(sdk.Handshake, 99, p)
+	case "oldversion": // a plugin built against the SDK before contract v2
+		hs := sdk.Handshake
+		hs.ProtocolVersion = 1
+		serve(hs, 1, p)
 	case "crash":
 		fmt.Fprintln(os.Stderr, "fatal: cannot load the reward model")
 		os.Exit(3)

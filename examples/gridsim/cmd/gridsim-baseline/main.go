@@ -85,10 +85,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	switch *via {
 	case "engine":
 		log := hclog.New(&hclog.LoggerOptions{Name: "gridsim-baseline", Output: os.Stderr, Level: hclog.Warn})
-		loc, err := baseline.LocalEngine(ctx, b, "", log)
+		loc, err := baseline.LocalEngine(ctx, abs, "", log)
 		if err != nil {
 			return err
 		}
+		defer loc.Close(context.WithoutCancel(ctx))
 		runner = &baseline.Engine{Player: loc.Engine}
 	case "mcp":
 		runner = &baseline.Direct{Bundle: b}

@@ -1,4 +1,4 @@
-package server
+package runtime
 
 import (
 	"context"
@@ -10,10 +10,6 @@ import (
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
 )
-
-// LabelServer is the sandbox label naming the server instance that
-// deployed a sandbox; a restarted server reaps what carries its id.
-const LabelServer = "agentenv.server"
 
 // ServerID is a stable id for a server of this bundle on this address: the
 // same after a restart, different for another bundle or port, so two
@@ -33,19 +29,19 @@ type Reaper interface {
 	sandbox.Terminator
 }
 
-// Reap terminates every sandbox labelled with LabelServer=serverID: those
+// Reap terminates every sandbox labelled with sandbox.LabelServer=serverID: those
 // an earlier instance, killed before it could tear down, left behind. Call
 // it before serving. It returns how many it terminated; a sandbox already
 // gone is not an error.
 func Reap(ctx context.Context, r Reaper, serverID string) (int, error) {
-	left, err := r.List(ctx, map[string]string{LabelServer: serverID})
+	left, err := r.List(ctx, map[string]string{sandbox.LabelServer: serverID})
 	if err != nil {
 		return 0, fmt.Errorf("reap: list sandboxes of server %s: %w", serverID, err)
 	}
 	n := 0
 	var errs []error
 	for _, sb := range left {
-		if err := r.Terminate(ctx, sb.ID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+		if err := r.Terminate(ctx, sb); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("reap: terminate sandbox %s: %w", sb.ID, err))
 			continue
 		}

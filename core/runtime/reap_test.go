@@ -1,4 +1,4 @@
-package server
+package runtime
 
 import (
 	"context"
@@ -36,7 +36,8 @@ func (f *fakeReaper) List(_ context.Context, labels map[string]string) ([]sandbo
 	return out, nil
 }
 
-func (f *fakeReaper) Terminate(_ context.Context, id string) error {
+func (f *fakeReaper) Terminate(_ context.Context, sb sandbox.Sandbox) error {
+	id := sb.ID
 	if f.failIDs[id] {
 		return errors.New("daemon said no")
 	}
@@ -48,8 +49,8 @@ func (f *fakeReaper) Terminate(_ context.Context, id string) error {
 }
 
 func TestReap(t *testing.T) {
-	mine := map[string]string{LabelServer: "abc", "agentenv.episode": "e1"}
-	other := map[string]string{LabelServer: "xyz"}
+	mine := map[string]string{sandbox.LabelServer: "abc", "agentenv.episode": "e1"}
+	other := map[string]string{sandbox.LabelServer: "xyz"}
 	t.Run("only this server's", func(t *testing.T) {
 		f := &fakeReaper{live: map[string]map[string]string{"a": mine, "b": mine, "c": other}}
 		n, err := Reap(context.Background(), f, "abc")

@@ -1,0 +1,222 @@
+// Package runtime is the one place the parts are wired: it opens a bundle
+// with its plugins (sandbox, reward, tool formats) and the episode engine
+// that plays it. serve, bundle check, eval, the SkyRL rows writer and the
+// GridSim baselines all open a Runtime; none wires the parts itself.
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentenv/agentenv/core/bundle"
+	"github.com/agentenv/agentenv/core/episode"
+	"github.com/agentenv/agentenv/core/pluginhost"
+	"github.com/agentenv/agentenv/sdk/reward"
+	"github.com/agentenv/agentenv/sdk/sandbox"
+	"github.com/agentenv/agentenv/sdk/toolformat"
+)
+
+// DefaultSandbox is the sandbox plugin used when Options names none.
+const DefaultSandbox = "local"
+
+// startTimeout bounds starting one plugin (and reaping) at Open.
+const startTimeout = 2 * time.Minute
+
+// Options say how to open a bundle. The zero value serves with the local
+// sandbox and no reward plugin.
+type Options struct {
+	// Sandbox is the sandbox plugin's name ("" = local), configured with
+	// SandboxConfig.
+	Sandbox       string
+	SandboxConfig json.RawMessage
+	// Reward is "", a reward plugin's name (configured with RewardConfig),
+	// or score:<step id>.
+	Reward       string
+	RewardConfig json.RawMessage
+	// ToolFormat is the default tool-call format of episodes ("" = each
+	// request must name one).
+	ToolFormat string
+	// ServerID labels every sandbox (sandbox.LabelServer); when set, Open
+	// first reaps the sandboxes an earlier, killed instance of that id left.
+	ServerID string
+	Logger   hclog.Logger // nil = no logging
+	// Plugins says where plugins are found (its Logger is set from Logger).
+	Plugins pluginhost.Options
+	// SandboxDriver and ToolFormats, when set, are used in place of plugins
+	// (tests, and tools that link the first-party plugins in process).
+	SandboxDriver sandbox.Driver
+	ToolFormats   func(name string) (toolformat.Parser, error)
+	// Tune adjusts the engine's configuration (timeouts) before it is built.
+	Tune func(*episode.Config)
+}
+
+// Runtime is an open bundle: its plugins and the engine that plays it.
+type Runtime struct {
+	Bundle  *bundle.Bundle
+	Engine  *episode.Engine
+	Sandbox sandbox.Driver
+	// Host runs the plugins; nil when every part was given in process.
+	Host *pluginhost.Host
+	log  hclog.Logger
+}
+
+// Open loads the bundle in dir strictly, checks that its tasks can be
+// rewarded as asked, starts the plugins it needs, reaps what a killed
+// earlier instance left (when ServerID is set) and builds the engine. On
+// error nothing it started is left running.
+func Open(ctx context.Context, dir string, o Options) (_ *Runtime, err error) {
+	log := o.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	// An absolute path keeps env commands and folders valid whatever
+	// working directory a sandbox runs them from.
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", dir, err)
+	}
+	b, err := bundle.Load(abs, bundle.Options{})
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range b.Warnings {
+		log.Warn("bundle", "warning", w)
+	}
+	rewardPlugin, rewardStep := o.Reward, ""
+	if id, ok := strings.CutPrefix(o.Reward, bundle.RewardScorePrefix); ok {
+		rewardPlugin, rewardStep = "", id
+	}
+	// Refuse an unrewardable bundle before starting any process.
+	if err := b.CheckReward(o.Reward); err != nil {
+		return nil, err
+	}
+	r := &Runtime{Bundle: b, Sandbox: o.SandboxDriver, log: log}
+	defer func() {
+		if err != nil {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			_ = r.Close(cctx)
+		}
+	}()
+	if o.SandboxDriver == nil || o.ToolFormats == nil || rewardPlugin != "" {
+		po := o.Plugins
+		po.Logger = log
+		if r.Host, err = pluginhost.New(po); err != nil {
+			return nil, err
+		}
+	}
+	sctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	if r.Sandbox == nil {
+		name := o.Sandbox
+		if name == "" {
+			name = DefaultSandbox
+		}
+		if r.Sandbox, err = r.Host.Sandbox(sctx, name, o.SandboxConfig); err != nil {
+			return nil, fmt.Errorf("sandbox %q: %w", name, err)
+		}
+	}
+	labels := map[string]string{}
+	if o.ServerID != "" {
+		labels[sandbox.LabelServer] = o.ServerID
+		r.reap(sctx, o.ServerID)
+	}
+	var combiner reward.Combiner
+	if rewardPlugin != "" {
+		if combiner, err = r.Host.Reward(sctx, rewardPlugin, o.RewardConfig); err != nil {
+			return nil, fmt.Errorf("reward %q: %w", rewardPlugin, err)
+		}
+	}
+	formats := o.ToolFormats
+	if formats == nil {
+		formats = r.toolFormats()
+	}
+	cfg := episode.Config{
+		Bundle:            b,
+		Sandbox:           r.Sandbox,
+		ToolFormat:        formats,
+		DefaultToolFormat: o.ToolFormat,
+		Reward:            combiner,
+		RewardStep:        rewardStep,
+		Labels:            labels,
+		Logger:            log.Named("episode"),
+	}
+	if o.Tune != nil {
+		o.Tune(&cfg)
+	}
+	if r.Engine, err = episode.NewEngine(cfg); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// reap terminates the sandboxes an earlier, killed instance of serverID
+// left. Failing to is logged, not fatal: a later start tries again.
+func (r *Runtime) reap(ctx context.Context, serverID string) {
+	n, err := Reap(ctx, r.Sandbox, serverID)
+	if err != nil {
+		r.log.Warn("could not reap every sandbox an earlier run left", "server_id", serverID, "reaped", n, "error", err)
+	} else if n > 0 {
+		r.log.Info("reaped sandboxes an earlier run left behind", "server_id", serverID, "count", n)
+	}
+}
+
+// toolFormats looks tool-call parsers up among the plugins by format name,
+// starting each once.
+func (r *Runtime) toolFormats() func(string) (toolformat.Parser, error) {
+	var mu sync.Mutex
+	cache := map[string]toolformat.Parser{}
+	return func(name string) (toolformat.Parser, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p, ok := cache[name]; ok {
+			return p, nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		p, err := r.Host.ToolFormat(ctx, name, nil)
+		if err != nil {
+			return nil, err
+		}
+		cache[name] = p
+		return p, nil
+	}
+}
+
+// Prepare builds what the bundle's envs need (through the sandbox) so the
+// first episodes do not wait for it.
+func (r *Runtime) Prepare(ctx context.Context) error {
+	if err := r.Engine.Prepare(ctx); err != nil {
+		return fmt.Errorf("preparing the bundle's envs: %w", err)
+	}
+	return nil
+}
+
+// Restarts is how many times plugin processes were restarted after a crash.
+func (r *Runtime) Restarts() int64 {
+	if r.Host == nil {
+		return 0
+	}
+	return r.Host.Restarts()
+}
+
+// Close tears down every live episode and background teardown, then stops
+// the plugins. It undoes all Open did.
+func (r *Runtime) Close(ctx context.Context) error {
+	var err error
+	if r.Engine != nil {
+		err = r.Engine.Close(ctx)
+	}
+	if r.Host != nil {
+		err = errors.Join(err, r.Host.Close())
+	}
+	return err
+}

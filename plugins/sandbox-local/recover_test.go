@@ -1,0 +1,124 @@
+package local
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentenv/agentenv/sdk/sandbox"
+)
+
+// A plugin killed after starting an env but before recording its pid
+// leaves a state file with PID 0. The next plugin process finds the env by
+// its id in the env's environment, lists it, and terminates it with its
+// temp dir.
+func TestRecoversEnvStartedByAKilledDeploy(t *testing.T) {
+	stateDir := t.TempDir()
+	root, err := os.MkdirTemp("", rootPrefix+"*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	id := newID()
+	st := &state{ID: id, Env: "testenv", handle: handle{Root: root, Port: 1},
+		Labels: map[string]string{"agentenv.server": "s1"}, Started: time.Now().UTC()}
+	if err := writeState(stateDir, st); err != nil {
+		t.Fatal(err)
+	}
+	// The env the killed plugin had started.
+	env := exec.Command("sleep", "60")
+	env.Env = []string{"PATH=" + os.Getenv("PATH"), sandbox.EnvSandboxID + "=" + id}
+	env.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := env.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = env.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = env.Process.Kill(); <-exited })
+
+	p := newPlugin(t, stateDir, map[string]any{"grace": "1s"})
+	got, err := p.List(context.Background(), map[string]string{"agentenv.server": "s1"})
+	if err != nil || len(got) != 1 || got[0].ID != id {
+		t.Fatalf("List = %+v, %v; want the half-recorded sandbox", got, err)
+	}
+	if err := p.Terminate(context.Background(), got[0]); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the env survived Terminate")
+	}
+	if _, err := os.Stat(root); !os.IsNotExist(err) {
+		t.Errorf("temp dir %s kept", root)
+	}
+	if left := stateLeft(stateDir); len(left) != 0 {
+		t.Errorf("state left: %v", left)
+	}
+}
+
+// A state recorded for an env that never started is removed, with its
+// temp dir, once no deploy can still be starting it.
+func TestForgetsDeployThatNeverStarted(t *testing.T) {
+	stateDir := t.TempDir()
+	root, err := os.MkdirTemp("", rootPrefix+"*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	st := &state{ID: newID(), handle: handle{Root: root}, Started: time.Now().Add(-time.Hour).UTC()}
+	if err := writeState(stateDir, st); err != nil {
+		t.Fatal(err)
+	}
+	p := newPlugin(t, stateDir, map[string]any{"ready_timeout": "1s"})
+	if got, err := p.List(context.Background(), nil); err != nil || len(got) != 0 {
+		t.Fatalf("List = %+v, %v", got, err)
+	}
+	if _, err := os.Stat(root); !os.IsNotExist(err) {
+		t.Errorf("temp dir %s kept", root)
+	}
+	if left := stateLeft(stateDir); len(left) != 0 {
+		t.Errorf("state left: %v", left)
+	}
+}
+
+// An env that finds its port taken before it binds it is started again on
+// another port, not failed.
+func TestDeployRetriesALostPort(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "lost-once")
+	p := newPlugin(t, t.TempDir(), nil)
+	sb := deploy(t, p, sandbox.Spec{
+		Env: "flaky", Dir: dir, Port: 18765,
+		Command: []string{"sh", "-c", `if [ ! -e "$0" ]; then touch "$0"; echo "listen tcp 127.0.0.1:$AGENTENV_PORT: bind: address already in use" >&2; exit 1; fi; exec python3 -c "import os,socket,time
+s=socket.socket(); s.bind(('127.0.0.1', int(os.environ['AGENTENV_PORT']))); s.listen(); time.sleep(60)"`, marker},
+	})
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("the first start did not run")
+	}
+	if sb.Endpoint == "" {
+		t.Fatal("no endpoint")
+	}
+}
+
+func TestPortsAreBelowTheEphemeralRange(t *testing.T) {
+	lo, hi := portRange()
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Skip("no /proc/sys/net/ipv4/ip_local_port_range")
+	}
+	var start int
+	for _, c := range string(data) {
+		if c < '0' || c > '9' {
+			break
+		}
+		start = start*10 + int(c-'0')
+	}
+	if hi >= start || lo < 1024 || lo > hi {
+		t.Fatalf("port range %d-%d overlaps the ephemeral range from %d", lo, hi, start)
+	}
+}
