@@ -1,22 +1,22 @@
 package main
 
 import (
-	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
+// runBundleCheck runs the real binary, as a user does: with --reward it
+// starts plugins, which only the agentenv binary can serve.
 func runBundleCheck(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := newBundleCmd()
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(append([]string{"check"}, args...))
-	err := cmd.Execute()
-	return out.String(), err
+	out, stderr, code := run(t, "", append([]string{"bundle", "check"}, args...)...)
+	if code != 0 {
+		return out, fmt.Errorf("exit %d: %s", code, stderr)
+	}
+	return out, nil
 }
 
 func TestBundleCheck(t *testing.T) {

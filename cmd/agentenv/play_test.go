@@ -30,6 +30,10 @@ type echoEpisode struct{ turn int }
 
 func (e *echoEpisode) ID() string { return "ep-1" }
 
+func (e *echoEpisode) State() episode.State {
+	return episode.State{EpisodeID: "ep-1", TaskID: "t", Turn: e.turn, Started: true}
+}
+
 func (e *echoEpisode) Start(context.Context) (episode.Observation, error) {
 	return episode.Observation{EpisodeID: "ep-1", TaskID: "t",
 		Messages: []episode.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Say done."}},

@@ -102,6 +102,18 @@ type Episode interface {
 	// Close tears the episode down. It is idempotent and always runs the
 	// teardown, whatever state the episode is in.
 	Close(ctx context.Context) error
+	// State is where the episode stands. Call it from the goroutine that
+	// calls Start and Step; it stays valid after Close.
+	State() State
+}
+
+// State is where an episode stands, as the OpenEnv state message reports it.
+type State struct {
+	EpisodeID string
+	TaskID    string
+	Turn      int  // model replies taken
+	Done      bool // scored
+	Started   bool // Start succeeded
 }
 
 // Player makes episodes. The engine implements it; the server plays

@@ -52,6 +52,7 @@ type episode struct {
 	envs      []*liveEnv
 	closed    bool
 	teardowns []*teardown // of envs released so far
+	scored    bool        // the episode ended with a reward
 
 	// Play state, touched only while holding busy.
 	next     int // index of the next step to run
@@ -88,6 +89,12 @@ func newEpisode(e *Engine, task *bundle.Task, id, format string, parser toolform
 }
 
 func (ep *episode) ID() string { return ep.id }
+
+func (ep *episode) State() State {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	return State{EpisodeID: ep.id, TaskID: ep.task.ID, Turn: ep.replies, Done: ep.scored, Started: ep.opened}
+}
 
 // acquire takes busy and merges ctx with the episode's run context.
 func (ep *episode) acquire(ctx context.Context) (context.Context, func(), error) {
@@ -397,6 +404,9 @@ func (ep *episode) finish(ctx context.Context, obs *Observation) error {
 	obs.Done = true
 	obs.Reward = &r
 	obs.Metrics = ep.metrics()
+	ep.mu.Lock()
+	ep.scored = true
+	ep.mu.Unlock()
 	ep.setPhase(phaseDone)
 	ep.log.Info("episode done", "reward", r, "turns", ep.replies, "tool_calls", ep.calls)
 	ep.release()

@@ -225,10 +225,14 @@ func TestMultiTurnWithEndTurnAndRewardPlugin(t *testing.T) {
 	// A worse play: the mean of the four scores through the reward plugin.
 	ep = r.play(episode.Request{TaskID: "chat"})
 	r.start(ep)
-	r.step(ep, "<think>It said 40.</think>\n40\n<|im_end|>") // a reply without a call ends the turn; its text is the answer
-	obs = r.step(ep, "I give up.")
-	if !obs.Done || *obs.Reward != 0.25 || obs.Metrics["score/start_ok"] != 1 || obs.Metrics["score/final"] != 0 {
-		t.Fatalf("reward %v metrics %v, want 0.25 with only start_ok", *obs.Reward, obs.Metrics)
+	// A reply without a call ends the turn (its text is the answer) and the
+	// turns after it: the second question is never asked.
+	obs = r.step(ep, "<think>It said 40.</think>\n40\n<|im_end|>")
+	if !obs.Done || *obs.Reward != 0.25 || obs.Metrics["score/start_ok"] != 1 || obs.Metrics["score/final"] != 0 || obs.Metrics["turns"] != 1 {
+		t.Fatalf("reward %v metrics %v, want done after one reply, 0.25 with only start_ok", *obs.Reward, obs.Metrics)
+	}
+	if len(obs.Messages) != 0 {
+		t.Fatalf("the next prompt was sent after a reply without end_turn: %+v", obs.Messages)
 	}
 }
 
@@ -237,9 +241,8 @@ func TestRewardStepPicksOneScore(t *testing.T) {
 	r := newRig(t, dir, rigOptions{rewardStep: "start_ok"})
 	ep := r.play(episode.Request{TaskID: "chat"})
 	r.start(ep)
-	r.step(ep, "40")
-	obs := r.step(ep, "no")
-	if *obs.Reward != 1 || obs.Metrics["score/grade"] != 0 {
+	obs := r.step(ep, "40")
+	if !obs.Done || *obs.Reward != 1 || obs.Metrics["score/grade"] != 0 {
 		t.Fatalf("reward %v metrics %v", *obs.Reward, obs.Metrics)
 	}
 }

@@ -92,11 +92,16 @@ type fakeEpisode struct {
 	id, task string
 	maxTurns int
 	turn     int
+	done     bool
 	once     sync.Once
 	closedCh chan struct{}
 }
 
 func (e *fakeEpisode) ID() string { return e.id }
+
+func (e *fakeEpisode) State() episode.State {
+	return episode.State{EpisodeID: e.id, TaskID: e.task, Turn: e.turn, Done: e.done, Started: true}
+}
 
 func (e *fakeEpisode) Start(ctx context.Context) (episode.Observation, error) {
 	e.p.mu.Lock()
@@ -160,6 +165,7 @@ func (e *fakeEpisode) Step(ctx context.Context, reply string) (episode.Observati
 	if reply == "done" || reply == "nan" || (e.maxTurns > 0 && e.turn >= e.maxTurns) {
 		r := 1.0
 		obs.Done, obs.Reward = true, &r
+		e.done = true
 		obs.Metrics = map[string]float64{"score/grade": 1, "tool_calls": float64(e.turn), "unparsed_calls": 0}
 		if reply == "nan" {
 			obs.Metrics["score/grade"] = nanValue()

@@ -89,6 +89,7 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[*session]struct{}
 	sessWG   sync.WaitGroup
+	closing  sync.WaitGroup // episodes being torn down after their session let go
 	draining atomic.Bool
 	stopping chan struct{} // closed when Shutdown starts
 	stopOnce sync.Once
@@ -223,6 +224,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() {
 		teardown.Wait()
 		s.sessWG.Wait()
+		// Sessions add to closing before they end, so this Wait follows
+		// every Add.
+		s.closing.Wait()
 		close(all)
 	}()
 	var err error

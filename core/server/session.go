@@ -41,12 +41,11 @@ type session struct {
 	aborted bool
 	pinger  *time.Timer
 
-	// Episode bookkeeping, touched only by run.
-	epID, taskID string
-	steps, turn  int
-	done         bool
-	lastActive   time.Time
-	sentStop     bool
+	// last is the episode the state message reports: the one in play, or
+	// the one that ended last. Touched only by run.
+	last       episode.Episode
+	lastActive time.Time
+	sentStop   bool
 }
 
 func newSession(s *Server, conn *websocket.Conn, remote string) *session {
@@ -112,7 +111,7 @@ func (s *session) run() {
 				timer.Reset(left)
 				continue
 			}
-			s.log.Info("session idle, closing", "idle_timeout", s.srv.opts.IdleTimeout, "episode", s.epID)
+			s.log.Info("session idle, closing", "idle_timeout", s.srv.opts.IdleTimeout, "episode", s.lastID())
 			s.srv.metrics.expirations.Inc()
 			s.closeEpisode("abandoned")
 			s.closeConn(websocket.CloseNormalClosure, "idle timeout")
@@ -133,7 +132,7 @@ func (s *session) finish() {
 		s.closeConn(websocket.CloseGoingAway, "server shutting down")
 		return
 	}
-	s.log.Debug("session disconnected", "episode", s.epID)
+	s.log.Debug("session disconnected", "episode", s.lastID())
 	s.closeEpisode("abandoned")
 	s.conn.Close()
 }
@@ -238,10 +237,21 @@ func (s *session) handle(f frame) bool {
 	return true
 }
 
+// lastID is the id of the episode the session played last, for logs.
+func (s *session) lastID() string {
+	if s.last == nil {
+		return ""
+	}
+	return s.last.ID()
+}
+
+// state reads the last episode's state; the session keeps no copy of it.
 func (s *session) state() stateData {
-	st := stateData{StepCount: s.steps, Turn: s.turn, Done: s.done}
-	if s.epID != "" {
-		st.EpisodeID, st.TaskID = &s.epID, &s.taskID
+	var st stateData
+	if s.last != nil {
+		es := s.last.State()
+		st.StepCount, st.Turn, st.Done = es.Turn, es.Turn, es.Done
+		st.EpisodeID, st.TaskID = &es.EpisodeID, &es.TaskID
 	}
 	s.mu.Lock()
 	st.Live = s.ep != nil
@@ -256,7 +266,7 @@ func (s *session) reset(msg inbound) {
 		return
 	}
 	s.closeEpisode("abandoned") // a reset replaces the episode in play
-	s.epID, s.taskID, s.steps, s.turn, s.done = "", "", 0, 0, false
+	s.last = nil
 
 	wait := s.srv.opts.ResetWait
 	if rd.WaitS != nil {
@@ -303,11 +313,8 @@ func (s *session) reset(msg inbound) {
 		s.replyFailure(err)
 		return
 	}
-	s.epID, s.taskID, s.turn = obs.EpisodeID, obs.TaskID, obs.Turn
-	if s.epID == "" {
-		s.epID = ep.ID()
-	}
-	s.log.Debug("episode started", "episode", s.epID, "task", s.taskID)
+	s.last = ep
+	s.log.Debug("episode started", "episode", ep.ID(), "task", obs.TaskID)
 	s.reply(obs)
 }
 
@@ -317,7 +324,7 @@ func (s *session) step(msg inbound) {
 	s.mu.Unlock()
 	if ep == nil {
 		why := "no episode in this session: send reset first"
-		if s.done {
+		if s.last != nil && s.last.State().Done {
 			why = "the episode is done: send reset to play another"
 		}
 		s.sendError(&wireError{Code: CodeNoEpisode, Message: why})
@@ -337,31 +344,28 @@ func (s *session) step(msg inbound) {
 	s.srv.metrics.phase.WithLabelValues(phase).Observe(time.Since(t0).Seconds())
 	if err != nil {
 		if episode.CodeOf(err) != episode.CodeValidation || s.srv.draining.Load() {
-			s.log.Info("episode failed", "episode", s.epID, "error", err)
+			s.log.Info("episode failed", "episode", ep.ID(), "error", err)
 			s.closeEpisode("failed")
 		}
 		s.replyFailure(err)
 		return
 	}
-	s.steps++
-	s.turn = obs.Turn
 	s.reply(obs)
 }
 
-// reply sends an observation; a done one ends the episode, after the
-// reply so the client is not kept waiting on the teardown.
+// reply sends an observation; a done one ends the episode, whose teardown
+// runs in the background so the client is not kept waiting on it.
 func (s *session) reply(obs episode.Observation) {
 	b, err := encodeObservation(obs)
 	if err != nil {
 		s.closeEpisode("failed")
-		s.sendError(&wireError{Code: CodeExecution, Message: "episode " + s.epID + ": " + err.Error()})
+		s.sendError(&wireError{Code: CodeExecution, Message: "episode " + s.lastID() + ": " + err.Error()})
 		return
 	}
-	s.send(b)
 	if obs.Done {
-		s.done = true
-		s.closeEpisode("done")
+		s.closeEpisode("done") // in the background: the reply does not wait
 	}
+	s.send(b)
 }
 
 // replyFailure sends err as an error reply with its code; during a
@@ -383,7 +387,9 @@ func (s *session) replyFailure(err error) {
 	s.sendError(&wireError{Code: string(episode.CodeOf(err)), Message: msg})
 }
 
-// closeEpisode tears down the episode in play, if any, and frees its slot.
+// closeEpisode ends the episode in play, if any: its outcome is counted
+// now, and it is torn down in the background, its slot freed once its envs
+// are gone (so live envs never exceed the capacity).
 func (s *session) closeEpisode(outcome string) {
 	s.mu.Lock()
 	ep := s.ep
@@ -392,15 +398,19 @@ func (s *session) closeEpisode(outcome string) {
 	if ep == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.srv.opts.TeardownTimeout)
-	defer cancel()
-	t0 := time.Now()
-	if err := ep.Close(ctx); err != nil {
-		s.log.Warn("episode teardown failed", "episode", ep.ID(), "error", err)
-	}
-	s.srv.metrics.phase.WithLabelValues(phaseTeardown).Observe(time.Since(t0).Seconds())
 	s.srv.metrics.episodes.WithLabelValues(outcome).Inc()
-	s.srv.adm.release()
+	s.srv.closing.Add(1)
+	go func() {
+		defer s.srv.closing.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), s.srv.opts.TeardownTimeout)
+		defer cancel()
+		t0 := time.Now()
+		if err := ep.Close(ctx); err != nil {
+			s.log.Warn("episode teardown failed", "episode", ep.ID(), "error", err)
+		}
+		s.srv.metrics.phase.WithLabelValues(phaseTeardown).Observe(time.Since(t0).Seconds())
+		s.srv.adm.release()
+	}()
 }
 
 // abort is Shutdown's hook: end the session's context and tear its

@@ -161,9 +161,7 @@ func TestEpisodeFailures(t *testing.T) {
 		if e := c.error(t, `{"type":"step","data":{"reply":"fail"}}`); e.Code != CodeExecution || !strings.Contains(e.Message, "env crashed") {
 			t.Fatalf("got %+v", e)
 		}
-		if _, closed, _, _ := p.counts(); closed != 1 {
-			t.Fatalf("episode not torn down after failure")
-		}
+		eventually(t, 2*time.Second, "teardown after failure", func() bool { _, closed, _, _ := p.counts(); return closed == 1 })
 		if e := c.error(t, `{"type":"step","data":{"reply":"x"}}`); e.Code != CodeNoEpisode {
 			t.Fatalf("got %+v", e)
 		}

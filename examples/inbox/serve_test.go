@@ -1,0 +1,437 @@
+package inbox_test
+
+// End to end: the real agentenv binary serves this bundle (the process
+// sandbox runs the real env binary, the plugins run as real subprocesses)
+// with --tool-format qwen3_coder --reward mean, and the policies play it
+// over the OpenEnv WebSocket protocol, as a trainer's rollouts would.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentenv/agentenv/examples/inbox/policy"
+	"github.com/agentenv/agentenv/examples/inbox/rollout"
+)
+
+// The binaries the tests run, built once by TestMain.
+var agentenvBin, playBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "inbox-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	// Go's build cache defaults to a folder under XDG_CACHE_HOME: pin it
+	// first, so builds stay warm; then the agentenv processes keep their
+	// caches (plugin fingerprints, sandbox state) in the run's own folder.
+	if os.Getenv("GOCACHE") == "" {
+		if user, err := os.UserCacheDir(); err == nil {
+			os.Setenv("GOCACHE", filepath.Join(user, "go-build"))
+		}
+	}
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	agentenvBin, playBin = filepath.Join(dir, "agentenv"), filepath.Join(dir, "inbox-play")
+	for _, b := range []struct{ out, pkg, in string }{
+		{agentenvBin, "./cmd/agentenv", filepath.Join("..", "..")},
+		{playBin, "./cmd/inbox-play", "."},
+	} {
+		cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
+		cmd.Dir = b.in
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", b.pkg, err, out)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// `agentenv bundle check` accepts the bundle as it is, and under the reward
+// the README serves it with.
+func TestBundleCheck(t *testing.T) {
+	out, err := exec.Command(agentenvBin, "bundle", "check", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("agentenv bundle check: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"bundle inbox\n  Inbox: two questions at a time about a synthetic mailbox",
+		"inbox  image agentenv-inbox-env:1, command bin/inbox-env",
+		"all    35 tasks  1 toolset", "eval   5 tasks   1 toolset", "train  30 tasks  1 toolset",
+		"35 tasks  envs inbox; turns: default | default; +end_turn",
+		"needs a reward",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("bundle check output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "warning") {
+		t.Errorf("bundle check warns:\n%s", out)
+	}
+	out, err = exec.Command(agentenvBin, "bundle", "check", ".", "--reward", "mean").CombinedOutput()
+	if err != nil || strings.Contains(string(out), "needs a reward") {
+		t.Fatalf("agentenv bundle check --reward mean: %v\n%s", err, out)
+	}
+}
+
+// served is one `agentenv serve` of this bundle.
+type served struct {
+	url, state string
+	cmd        *exec.Cmd
+	log        *syncBuffer
+	exited     chan struct{}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// serve starts the server as the README does, on a free port, with its
+// sandboxes' state in a folder of the test's, and waits until it is
+// healthy. Cleanup kills it and any env process it left.
+func serve(t *testing.T) *served {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	s := &served{url: "http://" + addr, state: t.TempDir(), log: &syncBuffer{}, exited: make(chan struct{})}
+	s.cmd = exec.Command(agentenvBin, "serve", ".", "--reward", "mean", "--tool-format", "qwen3_coder",
+		"--addr", addr, "--sandbox-config", "state_dir="+s.state, "--max-concurrent-envs", "4")
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.cmd.Wait(); close(s.exited) }()
+	t.Cleanup(func() {
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+		for _, p := range s.envProcs(t) {
+			t.Errorf("env process %d left running; killing it", p.PID)
+			_ = syscall.Kill(-p.PGID, syscall.SIGKILL)
+		}
+	})
+	deadline := time.Now().Add(3 * time.Minute) // the first start builds the env
+	for {
+		resp, err := http.Get(s.url + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s
+			}
+		}
+		select {
+		case <-s.exited:
+			t.Fatalf("serve exited before serving:\n%s", s.log)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve not healthy after 3 minutes:\n%s", s.log)
+		}
+	}
+}
+
+type envProc struct{ PID, PGID int }
+
+// envProcs lists the env processes the sandbox's state files record that
+// still run.
+func (s *served) envProcs(t *testing.T) []envProc {
+	paths, _ := filepath.Glob(filepath.Join(s.state, "*.json"))
+	var live []envProc
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // removed meanwhile
+		}
+		var e envProc
+		if json.Unmarshal(b, &e) == nil && e.PGID > 0 && syscall.Kill(e.PID, 0) == nil {
+			live = append(live, e)
+		}
+	}
+	return live
+}
+
+// stop sends SIGTERM and wants a clean exit with every env torn down.
+func (s *served) stop(t *testing.T) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve still running 20 s after SIGTERM:\n%s", s.log)
+	}
+	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM:\n%s", code, s.log)
+	}
+	if left, _ := filepath.Glob(filepath.Join(s.state, "*.json")); len(left) > 0 {
+		t.Fatalf("sandboxes left after SIGTERM: %v", left)
+	}
+}
+
+// prompts reads the two questions of a task file.
+func prompts(t *testing.T, name string) [2]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("tasks", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []struct{ ID, Prompt string }
+	if err := json.Unmarshal(b, &steps); err != nil {
+		t.Fatal(err)
+	}
+	var p [2]string
+	for _, s := range steps {
+		if s.ID == "ask-1" || s.ID == "ask-2" {
+			p[s.ID[4]-'1'] = s.Prompt
+		}
+	}
+	return p
+}
+
+// toolCalls counts the replies that call a tool of the env (end_turn is
+// not one: the engine does not count it).
+func toolCalls(transcript []rollout.Message) (calls, replies int) {
+	for _, m := range transcript {
+		if m.Role != "assistant" {
+			continue
+		}
+		replies++
+		if strings.Contains(m.Content, "<function=") && !strings.Contains(m.Content, "<function=end_turn>") {
+			calls++
+		}
+	}
+	return calls, replies
+}
+
+func TestServeEndToEnd(t *testing.T) {
+	s := serve(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	t.Run("catalogue", func(t *testing.T) {
+		for split, want := range map[string]int{"all": 35, "eval": 5, "train": 30} {
+			ids, err := rollout.Tasks(ctx, s.url, "", split)
+			if err != nil || len(ids) != want {
+				t.Fatalf("split %s: %v, %v", split, ids, err)
+			}
+		}
+		eval, _ := rollout.Tasks(ctx, s.url, "", "eval")
+		if strings.Join(eval, ",") != "acme-invoice,lisbon-trip,offsite,refund,spam" {
+			t.Fatalf("eval = %v", eval)
+		}
+		if _, err := rollout.Tasks(ctx, s.url, "", "test"); err == nil || !strings.Contains(err.Error(), "HTTP 404") {
+			t.Fatalf("an unknown split: %v", err)
+		}
+	})
+
+	// The README's table: each policy over the eval split and three train
+	// tasks. The server's --tool-format reads the replies: no reset names
+	// a format.
+	type want struct{ reward, answer1, answer2 float64 }
+	wants := map[policy.Shape]want{
+		policy.Scripted: {1, 1, 1},
+		policy.Wrong:    {0.5, 0, 1},
+		// On this engine a reply without a tool call ends its turn and the
+		// next question comes as a user message (docs/episodes.md), so
+		// answering in replies scores like end_turn. The SkyRL page's
+		// framework ends the episode there instead (reward 0.5,
+		// score/answer-2 = 0); see docs/inbox.md.
+		policy.Reply: {1, 1, 1},
+	}
+	tasks := []string{"acme-invoice", "lisbon-trip", "offsite", "refund", "spam", "invoice/globex-jul", "invoice/hooli-nov", "invoice/wayne-sep"}
+	for _, shape := range policy.Shapes {
+		t.Run(string(shape), func(t *testing.T) {
+			w := wants[shape]
+			for _, id := range tasks {
+				res, err := rollout.Play(ctx, s.url, "", rollout.Reset{TaskID: id}, policy.New(shape))
+				if err != nil {
+					t.Fatal(err)
+				}
+				m := res.Metrics
+				calls, replies := toolCalls(res.Transcript)
+				if res.Reward != w.reward || m["score/answer-1"] != w.answer1 || m["score/answer-2"] != w.answer2 {
+					t.Errorf("%s: reward %v, metrics %v; want %+v\n%s", id, res.Reward, m, w, rollout.Render(res.Transcript))
+				}
+				if _, ok := m["score/answer-2"]; !ok {
+					t.Errorf("%s: no score/answer-2 in %v", id, m)
+				}
+				if m["unparsed_calls"] != 0 || m["invalid_calls"] != 0 || m["tool_errors"] != 0 || m["failed"] != 0 ||
+					m["tool_calls"] != float64(calls) || m["turns"] != float64(replies) || calls < 2 {
+					t.Errorf("%s: metrics %v, the policy made %d calls in %d replies", id, m, calls, replies)
+				}
+				// The second question reaches the policy: as end_turn's
+				// result, or as a user message after a plain reply.
+				if strings.HasPrefix(id, "invoice/") {
+					continue
+				}
+				role := "tool"
+				if shape == policy.Reply {
+					role = "user"
+				}
+				second := rollout.Message{Role: role, Content: prompts(t, id)[1]}
+				found := false
+				for _, msg := range res.Transcript {
+					found = found || msg == second
+				}
+				if !found {
+					t.Errorf("%s: the second question never came as a %s message:\n%s", id, role, rollout.Render(res.Transcript))
+				}
+			}
+		})
+	}
+
+	// How score/answer-2 = 0 comes about on this server with the reply
+	// policy: the trainer's turn cap (the reset's max_turns) ends the
+	// rollout at the reply that answers the first question, so the second
+	// turn never opens and its verifier scores an empty answer.
+	t.Run("reply under a turn cap", func(t *testing.T) {
+		res, err := rollout.Play(ctx, s.url, "", rollout.Reset{TaskID: "acme-invoice", MaxTurns: 3}, policy.New(policy.Reply))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := res.Metrics
+		if res.Reward != 0.5 || m["score/answer-1"] != 1 || m["score/answer-2"] != 0 || m["turns"] != 3 || m["unparsed_calls"] != 0 {
+			t.Fatalf("reward %v, metrics %v\n%s", res.Reward, m, rollout.Render(res.Transcript))
+		}
+		second := prompts(t, "acme-invoice")[1]
+		for _, msg := range res.Transcript {
+			if strings.Contains(msg.Content, second) {
+				t.Fatalf("the second question was sent: %+v", msg)
+			}
+		}
+	})
+
+	t.Run("replies in another format are answered, and counted unparsed", func(t *testing.T) {
+		c, err := rollout.Dial(ctx, s.url, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		obs, err := c.Reset(ctx, rollout.Reset{TaskID: "acme-invoice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tool := range obs.Tools {
+			names = append(names, tool.Function.Name)
+		}
+		if got := strings.Join(names, ","); got != "list_folders,read_email,search_emails,end_turn" {
+			t.Fatalf("tools offered: %s", got)
+		}
+		obs, err = c.Step(ctx, "<tool_call>\n{\"name\": \"search_emails\", \"arguments\": {\"query\": \"acme\"}}\n</tool_call><|im_end|>")
+		if err != nil || len(obs.Messages) != 1 || !strings.HasPrefix(obs.Messages[0].Content, "Error: this tool call could not be read") {
+			t.Fatalf("a hermes call: %+v, %v", obs, err)
+		}
+		for _, reply := range []string{"INV-1042", "1,284.50"} {
+			if obs, err = c.Step(ctx, reply); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !obs.Done || obs.Metrics["unparsed_calls"] != 1 || obs.Metrics["tool_calls"] != 0 || *obs.Reward != 1 {
+			t.Fatalf("final: done %v, reward %v, metrics %v", obs.Done, obs.Reward, obs.Metrics)
+		}
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		for _, c := range []struct {
+			reset rollout.Reset
+			code  string
+		}{
+			{rollout.Reset{TaskID: "nosuch"}, "NOT_FOUND"},
+			{rollout.Reset{TaskID: "spam", ToolFormat: "nosuch"}, "VALIDATION_ERROR"},
+		} {
+			_, err := rollout.Play(ctx, s.url, "", c.reset, policy.New(policy.Scripted))
+			var se *rollout.ServerError
+			if !errors.As(err, &se) || se.Code != c.code {
+				t.Errorf("reset %+v: %v, want %s", c.reset, err, c.code)
+			}
+		}
+	})
+
+	// The README's table and rollout are what inbox-play prints.
+	t.Run("inbox-play matches the docs", func(t *testing.T) {
+		readme, err := os.ReadFile("README.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.CommandContext(ctx, playBin, "--url", s.url, "--policy", "all").CombinedOutput()
+		if err != nil {
+			t.Fatalf("inbox-play: %v\n%s", err, out)
+		}
+		rows := 0
+		for _, line := range strings.Split(string(readme), "\n") {
+			if strings.HasPrefix(line, "| scripted |") || strings.HasPrefix(line, "| reply |") || strings.HasPrefix(line, "| wrong |") {
+				rows++
+				if !strings.Contains(string(out), line+"\n") {
+					t.Errorf("inbox-play prints no README row %q:\n%s", line, out)
+				}
+			}
+		}
+		if rows != 3 {
+			t.Fatalf("the README has %d policy rows, want 3", rows)
+		}
+
+		// docs/inbox.md's row for the reply policy under a turn cap.
+		docs, err := os.ReadFile(filepath.Join("..", "..", "docs", "inbox.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err = exec.CommandContext(ctx, playBin, "--url", s.url, "--policy", "reply", "--task", "acme-invoice", "--max-turns", "3").CombinedOutput()
+		row := strings.TrimPrefix(string(out), "| policy | tasks | reward | score/answer-1 | score/answer-2 | tool calls | unparsed calls |\n|---|---|---|---|---|---|---|\n")
+		if err != nil || !strings.Contains(string(docs), "```\n"+row+"```\n") {
+			t.Errorf("inbox-play --max-turns 3 printed a row docs/inbox.md does not show: %v\n%s", err, out)
+		}
+
+		out, err = exec.CommandContext(ctx, playBin, "--url", s.url, "--task", "acme-invoice", "--show").CombinedOutput()
+		if err != nil {
+			t.Fatalf("inbox-play --show: %v\n%s", err, out)
+		}
+		_, block, _ := strings.Cut(string(readme), "## What a rollout looks like")
+		_, block, _ = strings.Cut(block, "```text\n")
+		block, _, _ = strings.Cut(block, "```")
+		// The README leaves the system prompt out.
+		shown := string(out)
+		if i, j := strings.Index(shown, "[system]\n"), strings.Index(shown, "[user]\n"); i >= 0 && j > i {
+			shown = shown[:i] + shown[j:]
+		}
+		if len(block) < 500 || !strings.Contains(shown, block) {
+			t.Fatalf("inbox-play --show does not print the README's rollout; it printed:\n%s", out)
+		}
+	})
+
+	s.stop(t)
+}
