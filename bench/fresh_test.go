@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/client"
 	"github.com/agentenv/agentenv/core/bundle"
 	"github.com/agentenv/agentenv/core/envclient"
 )
@@ -61,15 +62,16 @@ func BenchmarkFreshEpisode(b *testing.B) {
 		cmd.Wait()
 	}
 	i := 0
+	ctx := context.Background()
 	episode := func() {
-		for _, f := range []string{
-			`{"type":"reset","data":{"split":"eval","index":` + strconv.Itoa(i%200) + `}}`,
-			`{"type":"step","data":{"reply":"` + idleReply + `"}}`,
-			`{"type":"step","data":{"reply":"done"}}`,
-		} {
-			if _, err := s.call(f, "observation"); err != nil {
-				b.Fatal(err)
-			}
+		if _, err := s.Reset(ctx, client.ResetRequest{Split: "eval", Index: i % 200}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Step(ctx, idleReply); err != nil {
+			b.Fatal(err)
+		}
+		if res, err := s.Step(ctx, "done"); err != nil || !res.Done {
+			b.Fatalf("final reply: %v (done %v)", err, res.Done)
 		}
 		i++
 	}

@@ -3,16 +3,17 @@ module github.com/agentenv/agentenv/bench
 go 1.26.0
 
 require (
+	github.com/agentenv/agentenv/client v0.0.0-00010101000000-000000000000
 	github.com/agentenv/agentenv/core v0.0.0-00010101000000-000000000000
 	github.com/agentenv/agentenv/plugins/reward-mean v0.0.0-00010101000000-000000000000
 	github.com/agentenv/agentenv/sdk v0.0.0-00010101000000-000000000000
+	github.com/gorilla/websocket v1.5.3
 	github.com/hashicorp/go-hclog v1.6.3
 )
 
 require (
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
-	github.com/gorilla/websocket v1.5.3 // indirect
 	github.com/hashicorp/go-plugin v1.8.0 // indirect
 	github.com/hashicorp/yamux v0.1.2 // indirect
 	github.com/mattn/go-colorable v0.1.12 // indirect
@@ -28,6 +29,7 @@ require (
 )
 
 replace (
+	github.com/agentenv/agentenv/client => ../client
 	github.com/agentenv/agentenv/core => ../core
 	github.com/agentenv/agentenv/plugins/reward-mean => ../plugins/reward-mean
 	github.com/agentenv/agentenv/sdk => ../sdk

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/agentenv/agentenv/client"
 	"github.com/agentenv/agentenv/core/bundle"
 	"github.com/agentenv/agentenv/core/envclient"
 	"github.com/agentenv/agentenv/core/pluginhost"
@@ -31,7 +31,9 @@ import (
 
 const gridsimDir = "../examples/gridsim"
 
-var idleReply = `<tool_call>\n{\"name\": \"submit_schedule\", \"arguments\": {\"schedule\": [0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}}\n</tool_call>`
+// idleReply is a model reply holding one hermes tool call that submits
+// an idle schedule.
+const idleReply = "<tool_call>\n" + `{"name": "submit_schedule", "arguments": {"schedule": [0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}}` + "\n</tool_call>"
 
 var (
 	buildOnce sync.Once
@@ -98,18 +100,16 @@ func start(b *testing.B, addr string, health string, name string, args ...string
 			<-done
 		}
 	})
-	deadline := time.Now().Add(3 * time.Minute)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get("http://" + addr + health); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return &process{cmd: cmd, addr: addr}
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := client.New(addr, client.Options{})
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.Fatalf("%s not healthy at %s", name, addr)
-	return nil
+	if err := c.Health(ctx); err != nil { // waits, while the server starts
+		b.Fatalf("%s not healthy at %s: %v", name, addr, err)
+	}
+	return &process{cmd: cmd, addr: addr}
 }
 
 // serveGridsim runs agentenv serve on examples/gridsim.
@@ -121,38 +121,17 @@ func serveGridsim(b *testing.B, extra ...string) *process {
 	return start(b, addr, "/health", agentenv, args...)
 }
 
-type session struct{ conn *websocket.Conn }
-
-func dial(b *testing.B, addr string) *session {
+// dial opens a client session on the server at addr.
+func dial(b *testing.B, addr string) *client.Session {
 	b.Helper()
-	conn, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/ws", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := client.Dial(ctx, addr, client.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { conn.Close() })
-	return &session{conn: conn}
-}
-
-// call sends frame and checks the reply is of type want.
-func (s *session) call(frame, want string) (map[string]any, error) {
-	if err := s.conn.WriteMessage(websocket.TextMessage, []byte(frame)); err != nil {
-		return nil, err
-	}
-	_, msg, err := s.conn.ReadMessage()
-	if err != nil {
-		return nil, err
-	}
-	var r struct {
-		Type string         `json:"type"`
-		Data map[string]any `json:"data"`
-	}
-	if err := json.Unmarshal(msg, &r); err != nil {
-		return nil, err
-	}
-	if r.Type != want {
-		return nil, fmt.Errorf("got %s %v, want %s", r.Type, r.Data, want)
-	}
-	return r.Data, nil
+	b.Cleanup(func() { s.Close() })
+	return s
 }
 
 // BenchmarkServerStep is one GridSim step through the server — a WebSocket
@@ -162,13 +141,13 @@ func (s *session) call(frame, want string) (map[string]any, error) {
 func BenchmarkServerStep(b *testing.B) {
 	srv := serveGridsim(b)
 	s := dial(b, srv.addr)
-	opening, err := s.call(`{"type":"reset","data":{"task_id":"day/eval-001"}}`, "observation")
+	ctx := context.Background()
+	opening, err := s.Reset(ctx, client.ResetRequest{TaskID: "day/eval-001"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	step := `{"type":"step","data":{"reply":"` + idleReply + `"}}`
-	must := func(_ map[string]any, err error) {
-		if err != nil {
+	step := func() {
+		if _, err := s.Step(ctx, idleReply); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -176,7 +155,6 @@ func BenchmarkServerStep(b *testing.B) {
 	// The floor: the env binary the server built, run by hand, loaded with
 	// the same day, called with the same tool and arguments.
 	env, load := directEnv(b)
-	ctx := context.Background()
 	args := json.RawMessage(`{"schedule":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}`)
 	if _, err := env.CallTool(ctx, "load_day", load, 10*time.Second); err != nil {
 		b.Fatal(err)
@@ -187,19 +165,23 @@ func BenchmarkServerStep(b *testing.B) {
 		}
 	}
 	for range 200 { // warm both paths
-		must(s.call(step, "observation"))
+		step()
 		direct()
 	}
 	_, directP50, _ := perCall(2000, direct)
 	// Where the overhead goes: a protocol round trip through the same
 	// server (state: no episode work), and the reply's parse by the hermes
 	// plugin process with the same tools, as the engine makes it.
-	_, stateP50, _ := perCall(2000, func() { must(s.call(`{"type":"state"}`, "state")) })
-	parse := hermesParse(b, opening)
+	_, stateP50, _ := perCall(2000, func() {
+		if _, err := s.State(ctx); err != nil {
+			b.Fatal(err)
+		}
+	})
+	parse := hermesParse(b, opening.Observation.Tools)
 	_, parseP50, _ := perCall(2000, parse)
 
 	b.ResetTimer()
-	_, p50, p99 := perCall(b.N, func() { must(s.call(step, "observation")) })
+	_, p50, p99 := perCall(b.N, step)
 	b.StopTimer()
 	b.ReportMetric(float64(p50.Microseconds())/1e3, "p50-ms")
 	b.ReportMetric(float64(p99.Microseconds())/1e3, "p99-ms")
@@ -213,7 +195,7 @@ func BenchmarkServerStep(b *testing.B) {
 // hermesParse returns one parse of the benchmark's reply by the hermes
 // plugin (a process of the agentenv binary, through the plugin host), with
 // the tools of the opening observation.
-func hermesParse(b *testing.B, opening map[string]any) func() {
+func hermesParse(b *testing.B, offered []client.Tool) func() {
 	b.Helper()
 	agentenv, _ := binaries(b)
 	// Builtins: what that binary serves (the default is what this test
@@ -230,22 +212,14 @@ func hermesParse(b *testing.B, opening map[string]any) func() {
 		b.Fatal(err)
 	}
 	var tools []toolformat.Tool
-	obs, _ := opening["observation"].(map[string]any)
-	list, _ := obs["tools"].([]any)
-	for _, t := range list {
-		fn, _ := t.(map[string]any)["function"].(map[string]any)
-		params, _ := json.Marshal(fn["parameters"])
-		desc, _ := fn["description"].(string)
-		name, _ := fn["name"].(string)
-		tools = append(tools, toolformat.Tool{Name: name, Description: desc, Parameters: params})
+	for _, t := range offered {
+		tools = append(tools, toolformat.Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
 	}
 	if len(tools) == 0 {
-		b.Fatalf("no tools in the opening observation: %v", opening)
+		b.Fatal("no tools in the opening observation")
 	}
-	var reply string
-	json.Unmarshal([]byte(`"`+idleReply+`"`), &reply)
 	return func() {
-		if got, err := p.Parse(ctx, reply, tools); err != nil || len(got.Calls) != 1 {
+		if got, err := p.Parse(ctx, idleReply, tools); err != nil || len(got.Calls) != 1 {
 			b.Fatalf("parse: %+v %v", got, err)
 		}
 	}
@@ -347,17 +321,19 @@ func BenchmarkServerEpisodes(b *testing.B) {
 		}
 		return nil
 	}
-	serverEpisode := func(s *session, i int) error {
-		for _, f := range []string{
-			`{"type":"reset","data":{"split":"eval","index":` + strconv.Itoa(i%200) + `}}`,
-			`{"type":"step","data":{"reply":"` + idleReply + `"}}`,
-			`{"type":"step","data":{"reply":"done"}}`,
-		} {
-			if _, err := s.call(f, "observation"); err != nil {
-				return err
-			}
+	serverEpisode := func(s *client.Session, i int) error {
+		ctx := context.Background()
+		if _, err := s.Reset(ctx, client.ResetRequest{Split: "eval", Index: i % 200}); err != nil {
+			return err
 		}
-		return nil
+		if _, err := s.Step(ctx, idleReply); err != nil {
+			return err
+		}
+		res, err := s.Step(ctx, "done")
+		if err == nil && !res.Done {
+			err = fmt.Errorf("episode %d not done after its final reply", i)
+		}
+		return err
 	}
 	run := func(n int, one func(worker, i int) error) time.Duration {
 		var wg sync.WaitGroup
@@ -386,7 +362,7 @@ func BenchmarkServerEpisodes(b *testing.B) {
 		wg.Wait()
 		return time.Since(t)
 	}
-	sessions := make([]*session, workers)
+	sessions := make([]*client.Session, workers)
 	for i := range sessions {
 		sessions[i] = dial(b, srv.addr)
 	}

@@ -3,19 +3,20 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/spf13/cobra"
+
+	"github.com/agentenv/agentenv/client"
 )
 
 // playOptions are the flags of `agentenv play`.
@@ -49,7 +50,11 @@ URL is the server's base URL (http://127.0.0.1:8200) or its /ws URL.`,
 			if (o.task == "") == (o.split == "") {
 				return errors.New("give --task ID, or --split NAME with --index N")
 			}
-			return runPlay(cmd.Context(), args[0], o, os.Getenv(o.tokenVar), cmd.InOrStdin(), cmd.OutOrStdout())
+			// Ctrl-C closes the session, so the server tears the episode
+			// down at once.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runPlay(ctx, args[0], o, os.Getenv(o.tokenVar), cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
@@ -63,115 +68,127 @@ URL is the server's base URL (http://127.0.0.1:8200) or its /ws URL.`,
 	rootCmd.AddCommand(cmd)
 }
 
-// wsURL turns a base URL into the session URL, as OpenEnv's clients do:
-// http -> ws, https -> wss, /ws appended.
-func wsURL(base string) (string, error) {
-	if !strings.Contains(base, "://") {
-		base = "ws://" + base
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		// Not the URL itself, nor url.Error (which quotes it): it may
-		// carry a token as its password.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return "", fmt.Errorf("server URL is not a valid URL: %w", err)
-	}
-	switch u.Scheme {
-	case "http", "ws":
-		u.Scheme = "ws"
-	case "https", "wss":
-		u.Scheme = "wss"
-	default:
-		return "", fmt.Errorf("server URL %q: want http(s):// or ws(s)://", u.Redacted())
-	}
-	u.Path = strings.TrimSuffix(u.Path, "/")
-	if !strings.HasSuffix(u.Path, "/ws") {
-		u.Path += "/ws"
-	}
-	return u.String(), nil
-}
-
+// runPlay plays one episode against the server at base, with the token
+// read from $o.tokenVar (token), replies from in and the transcript to out.
 func runPlay(ctx context.Context, base string, o playOptions, token string, in io.Reader, out io.Writer) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	target, err := wsURL(base)
+	c, err := client.New(base, client.Options{Token: token})
 	if err != nil {
 		return err
 	}
-	h := http.Header{}
-	// A token given as URL userinfo (http://user:<token>@host, as OpenEnv's
-	// Python client takes it) goes in the header: the dialer refuses
-	// userinfo, and errors below must not echo it.
-	if u, err := url.Parse(target); err == nil && u.User != nil {
-		if pass, ok := u.User.Password(); ok && token == "" {
-			token = pass
-		}
-		u.User = nil
-		target = u.String()
-	}
-	if token != "" {
-		h.Set("Authorization", "Bearer "+token)
-	}
-	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
-	conn, resp, err := d.DialContext(ctx, target, h)
+	// No deadline: a server that is down or busy is reported at once, not
+	// waited for; only the reset queues, for --wait.
+	sess, err := c.Connect(ctx)
 	if err != nil {
-		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
-			return fmt.Errorf("connect %s: the server wants a token: put it in $%s (or name the variable with --token-var)", target, o.tokenVar)
-		}
-		return fmt.Errorf("connect %s: %w", target, err)
+		return explainConnect(c, o, token, err)
 	}
-	defer conn.Close()
-	p := &player{conn: conn, out: out}
-
-	data := map[string]any{"wait_s": o.wait.Seconds()}
-	if o.task != "" {
-		data["task_id"] = o.task
-	} else {
-		data["split"], data["index"] = o.split, o.index
+	defer sess.Close()
+	wait := o.wait
+	if wait <= 0 {
+		wait = -1 // do not queue
 	}
-	if o.toolFormat != "" {
-		data["tool_format"] = o.toolFormat
-	}
-	if o.maxTurns > 0 {
-		data["max_turns"] = o.maxTurns
-	}
-	obs, err := p.call("reset", data)
+	res, err := sess.Reset(ctx, client.ResetRequest{TaskID: o.task, Split: o.split, Index: o.index,
+		ToolFormat: o.toolFormat, MaxTurns: o.maxTurns, Wait: wait})
 	if err != nil {
-		return err
+		return explainLost(err, "before the episode started")
 	}
-	fmt.Fprintf(out, "episode %s, task %s\n", obs.Observation.EpisodeID, obs.Observation.TaskID)
-	p.print(obs)
+	episode := res.Observation.EpisodeID
+	fmt.Fprintf(out, "episode %s, task %s\n", episode, res.Observation.TaskID)
+	printResult(out, res)
 
-	lines := bufio.NewScanner(in)
-	lines.Buffer(make([]byte, 64<<10), 16<<20)
-	for !obs.Done {
+	// Replies are read in the background, so that a server that goes away
+	// while the user types is reported at once.
+	stop := make(chan struct{})
+	defer close(stop)
+	replies := readReplies(in, stop)
+	for !res.Done {
 		fmt.Fprintf(out, "\n--- reply (end with a line \".\"; /quit to stop) ---\n")
-		reply, quit, eof := readReply(lines)
-		if quit || (eof && strings.TrimSpace(reply) == "") {
-			p.send(`{"type":"close"}`)
+		var r playReply
+		select {
+		case r = <-replies:
+		case <-sess.Done():
+			return explainLost(sess.Err(), "mid-episode (episode "+episode+")")
+		case <-ctx.Done():
+			return fmt.Errorf("interrupted before the episode was done: %w", ctx.Err())
+		}
+		if r.quit || (r.eof && strings.TrimSpace(r.text) == "") {
 			return errors.New("stopped before the episode was done")
 		}
-		obs, err = p.call("step", map[string]any{"reply": reply})
-		var we *wireErr
-		if errors.As(err, &we) && we.Code == "VALIDATION_ERROR" {
-			fmt.Fprintf(out, "error: %s\n", we.Message)
+		res, err = sess.Step(ctx, r.text)
+		if errors.Is(err, client.CodeValidation) {
+			var e *client.Error
+			errors.As(err, &e)
+			fmt.Fprintf(out, "error: %s\n", e.Message)
 			continue
 		}
 		if err != nil {
-			return err
+			return explainLost(err, "mid-episode (episode "+episode+")")
 		}
-		p.print(obs)
-		if eof && !obs.Done {
-			p.send(`{"type":"close"}`)
+		printResult(out, res)
+		if r.eof && !res.Done {
 			return errors.New("input ended before the episode was done")
 		}
 	}
-	p.send(`{"type":"close"}`)
 	return nil
+}
+
+// explainConnect says what a failed connection means and what to do.
+func explainConnect(c *client.Client, o playOptions, token string, err error) error {
+	switch {
+	case errors.Is(err, client.CodeUnauthorized) && token != "":
+		return fmt.Errorf("the server at %s refused the token in $%s: check that it is the token the server was started with", c.BaseURL(), o.tokenVar)
+	case errors.Is(err, client.CodeUnauthorized) && c.HasToken():
+		return fmt.Errorf("the server at %s refused the token in the URL", c.BaseURL())
+	case errors.Is(err, client.CodeUnauthorized):
+		return fmt.Errorf("the server at %s wants a token: put it in $%s (or name the variable with --token-var)", c.BaseURL(), o.tokenVar)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		host := c.BaseURL()
+		if u, perr := url.Parse(host); perr == nil {
+			host = u.Host
+		}
+		return fmt.Errorf("%w\nno server is listening at %s: start one with `agentenv serve BUNDLE --addr %s`, or check the URL", err, host, host)
+	case errors.Is(err, client.CodeShuttingDown):
+		return fmt.Errorf("%w\nthe server at %s is shutting down: play again once it is back", err, c.BaseURL())
+	}
+	return err
+}
+
+// explainLost says so when the server went away (when: "mid-episode").
+func explainLost(err error, when string) error {
+	switch {
+	case errors.Is(err, client.CodeShuttingDown):
+		return fmt.Errorf("the server shut down %s; the episode was closed: %w", when, err)
+	case errors.Is(err, client.ErrDisconnected):
+		return fmt.Errorf("the connection to the server was lost %s: %w", when, err)
+	}
+	return err
+}
+
+// playReply is one reply read from the input.
+type playReply struct {
+	text      string
+	quit, eof bool
+}
+
+// readReplies reads replies from in until /quit or the end of the input,
+// or until stop is closed.
+func readReplies(in io.Reader, stop <-chan struct{}) <-chan playReply {
+	ch := make(chan playReply)
+	go func() {
+		lines := bufio.NewScanner(in)
+		lines.Buffer(make([]byte, 64<<10), 16<<20)
+		for {
+			text, quit, eof := readReply(lines)
+			select {
+			case ch <- playReply{text, quit, eof}:
+			case <-stop:
+				return
+			}
+			if quit || eof {
+				return
+			}
+		}
+	}()
+	return ch
 }
 
 // readReply reads lines up to one holding only "." or the end of input.
@@ -193,98 +210,30 @@ func readReply(lines *bufio.Scanner) (reply string, quit, eof bool) {
 	}
 }
 
-type player struct {
-	conn *websocket.Conn
-	out  io.Writer
-}
-
-type playObs struct {
-	Observation struct {
-		EpisodeID string `json:"episode_id"`
-		TaskID    string `json:"task_id"`
-		Messages  []struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
-		} `json:"messages"`
-		Tools []struct {
-			Function struct {
-				Name        string          `json:"name"`
-				Description string          `json:"description"`
-				Parameters  json.RawMessage `json:"parameters"`
-			} `json:"function"`
-		} `json:"tools"`
-		Turn    int                `json:"turn"`
-		Metrics map[string]float64 `json:"metrics"`
-	} `json:"observation"`
-	Reward *float64 `json:"reward"`
-	Done   bool     `json:"done"`
-}
-
-type wireErr struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-func (e *wireErr) Error() string { return e.Code + ": " + e.Message }
-
-func (p *player) send(frame string) error {
-	return p.conn.WriteMessage(websocket.TextMessage, []byte(frame))
-}
-
-func (p *player) call(typ string, data any) (playObs, error) {
-	b, err := json.Marshal(map[string]any{"type": typ, "data": data})
-	if err != nil {
-		return playObs{}, err
+func printResult(out io.Writer, res client.Result) {
+	obs := res.Observation
+	for _, m := range obs.Messages {
+		fmt.Fprintf(out, "\n[%s]\n%s\n", m.Role, m.Content)
 	}
-	if err := p.send(string(b)); err != nil {
-		return playObs{}, fmt.Errorf("send %s: %w", typ, err)
-	}
-	_, msg, err := p.conn.ReadMessage()
-	if err != nil {
-		return playObs{}, fmt.Errorf("waiting for the answer to %s: %w", typ, err)
-	}
-	var env struct {
-		Type string          `json:"type"`
-		Data json.RawMessage `json:"data"`
-	}
-	if err := json.Unmarshal(msg, &env); err != nil {
-		return playObs{}, fmt.Errorf("answer to %s is not JSON: %.200q", typ, msg)
-	}
-	if env.Type == "error" {
-		var e wireErr
-		json.Unmarshal(env.Data, &e) //nolint:errcheck // shown as is
-		return playObs{}, &e
-	}
-	var obs playObs
-	if err := json.Unmarshal(env.Data, &obs); err != nil {
-		return playObs{}, fmt.Errorf("answer to %s: %w", typ, err)
-	}
-	return obs, nil
-}
-
-func (p *player) print(obs playObs) {
-	for _, m := range obs.Observation.Messages {
-		fmt.Fprintf(p.out, "\n[%s]\n%s\n", m.Role, m.Content)
-	}
-	if len(obs.Observation.Tools) > 0 {
-		fmt.Fprintf(p.out, "\n[tools]\n")
-		for _, t := range obs.Observation.Tools {
-			fmt.Fprintf(p.out, "- %s: %s\n  parameters: %s\n", t.Function.Name, t.Function.Description, t.Function.Parameters)
+	if len(obs.Tools) > 0 {
+		fmt.Fprintf(out, "\n[tools]\n")
+		for _, t := range obs.Tools {
+			fmt.Fprintf(out, "- %s: %s\n  parameters: %s\n", t.Function.Name, t.Function.Description, t.Function.Parameters)
 		}
 	}
-	if obs.Done {
+	if res.Done {
 		reward := "none"
-		if obs.Reward != nil {
-			reward = fmt.Sprint(*obs.Reward)
+		if res.Reward != nil {
+			reward = fmt.Sprint(*res.Reward)
 		}
-		fmt.Fprintf(p.out, "\ndone after %d turns: reward %s\n", obs.Observation.Turn, reward)
-		keys := make([]string, 0, len(obs.Observation.Metrics))
-		for k := range obs.Observation.Metrics {
+		fmt.Fprintf(out, "\ndone after %d turns: reward %s\n", obs.Turn, reward)
+		keys := make([]string, 0, len(obs.Metrics))
+		for k := range obs.Metrics {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			fmt.Fprintf(p.out, "  %s = %v\n", k, obs.Observation.Metrics[k])
+			fmt.Fprintf(out, "  %s = %v\n", k, obs.Metrics[k])
 		}
 	}
 }

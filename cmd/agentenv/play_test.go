@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,66 +15,129 @@ import (
 	"github.com/agentenv/agentenv/core/server"
 )
 
-// echoPlayer: one task "t"; a reply "bad" is a validation error, "done"
-// ends the episode with reward 0.5, anything else is echoed by a tool.
-type echoPlayer struct{}
+// echoPlayer plays task "t" (also index 0 of split "all"): a reply "done"
+// ends the episode with reward 0.5, anything else is echoed by a tool,
+// except "bad" (refused: VALIDATION_ERROR), "crash" (EXECUTION_ERROR),
+// "unscored" (UNSCORED) and "slow" (answered only when the step's context
+// ends). Task "deploy-fail" fails to start (DEPLOY_FAILED); task
+// "slow-close" takes a second to tear down. It counts the teardowns.
+type echoPlayer struct{ closed atomic.Int32 }
 
-func (echoPlayer) Play(req episode.Request) (episode.Episode, error) {
-	if req.TaskID != "t" && req.Split != "all" {
-		return nil, &episode.Error{Code: episode.CodeNotFound, Err: errors.New("no such task")}
+func (p *echoPlayer) Play(req episode.Request) (episode.Episode, error) {
+	switch {
+	case req.TaskID == "t", req.TaskID == "" && req.Split == "all" && *req.Index == 0:
+		return &echoEpisode{p: p}, nil
+	case req.TaskID == "deploy-fail", req.TaskID == "slow-close":
+		return &echoEpisode{p: p, task: req.TaskID}, nil
 	}
-	return &echoEpisode{}, nil
+	return nil, &episode.Error{Code: episode.CodeNotFound, Err: errors.New("no such task")}
 }
 
-func (echoPlayer) Tools(context.Context, string) ([]episode.Tool, error) { return nil, nil }
+var echoTool = episode.Tool{Name: "echo", Description: "Echo text.", Parameters: []byte(`{"type":"object"}`)}
 
-type echoEpisode struct{ turn int }
+func (p *echoPlayer) Tools(_ context.Context, toolset string) ([]episode.Tool, error) {
+	if toolset != "ts-echo" {
+		return nil, &episode.Error{Code: episode.CodeNotFound, Err: errors.New("no such toolset")}
+	}
+	return []episode.Tool{echoTool}, nil
+}
+
+type echoEpisode struct {
+	p    *echoPlayer
+	task string
+	turn int
+	done bool
+}
 
 func (e *echoEpisode) ID() string { return "ep-1" }
 
 func (e *echoEpisode) State() episode.State {
-	return episode.State{EpisodeID: "ep-1", TaskID: "t", Turn: e.turn, Started: true}
+	return episode.State{EpisodeID: "ep-1", TaskID: "t", Turn: e.turn, Done: e.done, Started: true}
 }
 
 func (e *echoEpisode) Start(context.Context) (episode.Observation, error) {
+	if e.task == "deploy-fail" {
+		return episode.Observation{}, &episode.Error{Code: episode.CodeDeploy, Err: errors.New("env exited at once")}
+	}
 	return episode.Observation{EpisodeID: "ep-1", TaskID: "t",
 		Messages: []episode.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Say done."}},
-		Tools:    []episode.Tool{{Type: "function", Function: episode.Function{Name: "echo", Description: "Echo text.", Parameters: []byte(`{"type":"object"}`)}}},
+		Tools:    []episode.Tool{echoTool},
 	}, nil
 }
 
-func (e *echoEpisode) Step(_ context.Context, reply string) (episode.Observation, error) {
-	if reply == "bad" {
-		return episode.Observation{}, &episode.Error{Code: episode.CodeValidation, Err: errors.New("bad reply")}
+func (e *echoEpisode) Step(ctx context.Context, reply string) (episode.Observation, error) {
+	fail := func(code episode.Code, msg string) (episode.Observation, error) {
+		return episode.Observation{}, &episode.Error{Code: code, Err: errors.New(msg)}
+	}
+	switch reply {
+	case "bad":
+		return fail(episode.CodeValidation, "bad reply")
+	case "crash":
+		return fail(episode.CodeExecution, "env crashed")
+	case "unscored":
+		return fail(episode.CodeUnscored, "no verifier scored the episode")
+	case "slow":
+		<-ctx.Done()
+		return episode.Observation{}, ctx.Err()
 	}
 	e.turn++
 	obs := episode.Observation{EpisodeID: "ep-1", TaskID: "t", Turn: e.turn}
 	if reply == "done" {
 		r := 0.5
 		obs.Done, obs.Reward, obs.Metrics = true, &r, map[string]float64{"score/grade": 0.5}
+		e.done = true
 		return obs, nil
 	}
 	obs.Messages = []episode.Message{{Role: "tool", Content: "echo: " + reply}}
 	return obs, nil
 }
 
-func (e *echoEpisode) Close(context.Context) error { return nil }
+func (e *echoEpisode) Close(context.Context) error {
+	if e.task == "slow-close" {
+		time.Sleep(time.Second)
+	}
+	e.p.closed.Add(1)
+	return nil
+}
 
 type oneTask struct{}
 
 func (oneTask) Splits() []server.Split { return []server.Split{{Name: "all", Size: 1}} }
-func (oneTask) Tasks(string, int, int) ([]server.TaskEntry, int, error) {
-	return []server.TaskEntry{{TaskID: "t"}}, 1, nil
+func (oneTask) Tasks(split string, _, _ int) ([]server.TaskEntry, int, error) {
+	if split != "all" {
+		return nil, 0, &episode.Error{Code: episode.CodeNotFound, Err: errors.New("no such split")}
+	}
+	return []server.TaskEntry{{TaskID: "t", Toolset: "ts-echo"}}, 1, nil
 }
-func (oneTask) Task(string) (server.TaskInfo, error) { return server.TaskInfo{TaskID: "t"}, nil }
+func (oneTask) Task(id string) (server.TaskInfo, error) {
+	if id != "t" {
+		return server.TaskInfo{}, &episode.Error{Code: episode.CodeNotFound, Err: errors.New("no such task")}
+	}
+	return server.TaskInfo{TaskID: "t", Toolset: "ts-echo", Turns: 1}, nil
+}
 
-func startEchoServer(t *testing.T, token string) string {
+// echoServer is an in-process server over echoPlayer.
+type echoServer struct {
+	*server.Server
+	player *echoPlayer
+	addr   string
+	base   string // http://addr
+}
+
+// startEchoServer serves echoPlayer on addr ("": a free port) with opts
+// (Player, Catalog and Info are set here) until the test ends.
+func startEchoServer(t *testing.T, addr string, opts server.Options) *echoServer {
 	t.Helper()
-	s, err := server.New(server.Options{Player: echoPlayer{}, Catalog: oneTask{}, Token: token, Info: server.Info{Name: "echo"}})
+	p := &echoPlayer{}
+	opts.Player, opts.Catalog, opts.Info = p, oneTask{}, server.Info{Name: "echo"}
+	s, err := server.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,11 +147,11 @@ func startEchoServer(t *testing.T, token string) string {
 		defer cancel()
 		s.Shutdown(ctx)
 	})
-	return "http://" + ln.Addr().String()
+	return &echoServer{Server: s, player: p, addr: ln.Addr().String(), base: "http://" + ln.Addr().String()}
 }
 
 func TestPlay(t *testing.T) {
-	base := startEchoServer(t, "tok")
+	base := startEchoServer(t, "", server.Options{Token: "tok"}).base
 	cases := []struct {
 		name, input, token string
 		opts               playOptions
@@ -102,7 +167,10 @@ func TestPlay(t *testing.T) {
 		{name: "quit", token: "tok", opts: playOptions{task: "t"}, input: "/quit\n", err: "stopped before"},
 		{name: "input ends early", token: "tok", opts: playOptions{task: "t"}, input: "hi\n", err: "input ended"},
 		{name: "unknown task", token: "tok", opts: playOptions{task: "zz"}, err: "NOT_FOUND: no such task"},
-		{name: "no token", opts: playOptions{task: "t", tokenVar: "MY_TOKEN"}, err: "$MY_TOKEN"},
+		{name: "episode fails", token: "tok", opts: playOptions{task: "t"}, input: "crash\n.\n", err: "EXECUTION_ERROR: env crashed"},
+		{name: "no token", opts: playOptions{task: "t", tokenVar: "MY_TOKEN"}, err: "wants a token: put it in $MY_TOKEN"},
+		// Issue 11 item 13: a token that is there but wrong is not "missing".
+		{name: "refused token", token: "wrong-token", opts: playOptions{task: "t", tokenVar: "MY_TOKEN"}, err: "refused the token in $MY_TOKEN"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,6 +179,9 @@ func TestPlay(t *testing.T) {
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("got %v, want error with %q\n%s", err, tc.err, out.String())
+				}
+				if tc.token != "" && tc.token != "tok" && strings.Contains(err.Error()+out.String(), tc.token) {
+					t.Fatalf("the token shows: %v", err)
 				}
 				return
 			}
@@ -126,44 +197,62 @@ func TestPlay(t *testing.T) {
 	}
 }
 
-func TestWSURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"http://127.0.0.1:8200":       "ws://127.0.0.1:8200/ws",
-		"http://127.0.0.1:8200/":      "ws://127.0.0.1:8200/ws",
-		"https://h.example/prefix":    "wss://h.example/prefix/ws",
-		"ws://127.0.0.1:8200/ws":      "ws://127.0.0.1:8200/ws",
-		"127.0.0.1:8200":              "ws://127.0.0.1:8200/ws",
-		"http://u:p@127.0.0.1:1/x/ws": "ws://u:p@127.0.0.1:1/x/ws",
-	} {
-		if got, err := wsURL(in); err != nil || got != want {
-			t.Errorf("%s: got %s %v, want %s", in, got, err, want)
-		}
-	}
-	if _, err := wsURL("ftp://h"); err == nil {
-		t.Error("ftp accepted")
-	}
-	// A bad URL's error never shows the password (it may be the token).
-	for _, bad := range []string{"ftp://u:s3cret@h", "http://u:s3cret@h:99999999x", "http://u:s3cret@h/%zz"} {
-		_, err := wsURL(bad)
-		if err == nil {
-			t.Errorf("%s accepted", bad)
-		} else if strings.Contains(err.Error(), "s3cret") {
-			t.Errorf("error for a bad URL shows the password: %v", err)
-		}
-	}
-}
-
 // A token given as URL userinfo (as OpenEnv's Python client takes it)
 // authenticates the session and never shows in an error.
 func TestPlayTokenInURL(t *testing.T) {
-	base := startEchoServer(t, "tok-in-url")
+	base := startEchoServer(t, "", server.Options{Token: "tok-in-url"}).base
 	withUser := func(pass string) string { return strings.Replace(base, "http://", "http://openenv:"+pass+"@", 1) }
 	var out bytes.Buffer
 	if err := runPlay(context.Background(), withUser("tok-in-url"), playOptions{task: "t"}, "", strings.NewReader("done\n"), &out); err != nil {
 		t.Fatalf("token in URL: %v\n%s", err, out.String())
 	}
 	err := runPlay(context.Background(), withUser("wrong-secret"), playOptions{task: "t", tokenVar: "T"}, "", strings.NewReader("done\n"), &out)
-	if err == nil || strings.Contains(err.Error(), "wrong-secret") || strings.Contains(out.String(), "wrong-secret") {
+	if err == nil || !strings.Contains(err.Error(), "refused the token in the URL") || strings.Contains(err.Error(), "wrong-secret") || strings.Contains(out.String(), "wrong-secret") {
 		t.Fatalf("wrong token in URL: got %v, want an error that does not echo it", err)
+	}
+}
+
+// Issue 11 item 13: a server shutdown while play waits for the next reply
+// is reported at once, as a shutdown, not after the input ends as
+// "stopped before the episode was done".
+func TestPlayReportsShutdownMidEpisode(t *testing.T) {
+	srv := startEchoServer(t, "", server.Options{})
+	in, inW := io.Pipe() // input that never comes, like a user thinking
+	t.Cleanup(func() { inW.Close() })
+	out := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- runPlay(context.Background(), srv.base, playOptions{task: "t"}, "", in, out) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "--- reply") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no prompt for a reply:\n%s", out)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(ctx)
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "server shut down mid-episode (episode ep-1)") {
+			t.Fatalf("got %v, want the shutdown reported", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("play still waits on its input 10 s after the server shut down:\n%s", out)
+	}
+}
+
+// Issue 11 item 13: "connection refused" says no server runs there and
+// how to start one.
+func TestPlayNoServer(t *testing.T) {
+	addr := freeAddr(t)
+	var out bytes.Buffer
+	start := time.Now()
+	err := runPlay(context.Background(), "http://"+addr, playOptions{task: "t"}, "", strings.NewReader("done\n"), &out)
+	if err == nil || !strings.Contains(err.Error(), "no server is listening at "+addr) || !strings.Contains(err.Error(), "agentenv serve BUNDLE --addr "+addr) {
+		t.Errorf("nothing listening: got %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %s to report that nothing listens", d)
 	}
 }

@@ -14,15 +14,12 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentenv/agentenv/sdk/toolformat"
 )
 
-// Tool is one tool an env serves.
-type Tool struct {
-	Name        string
-	Description string
-	// InputSchema is the tool's JSON Schema for its arguments (an object schema).
-	InputSchema json.RawMessage
-}
+// Tool is one tool an env serves; Parameters is its input schema.
+type Tool = toolformat.Tool
 
 // Result is the outcome of a tool call that the env answered.
 type Result struct {
@@ -140,7 +137,7 @@ func (c *Client) ListTools(ctx context.Context) ([]Tool, error) {
 			if t.InputSchema == nil {
 				schema = json.RawMessage(`{"type":"object"}`)
 			}
-			tools = append(tools, Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+			tools = append(tools, Tool{Name: t.Name, Description: t.Description, Parameters: schema})
 		}
 		if res.NextCursor == "" {
 			return tools, nil
@@ -163,6 +160,12 @@ func (c *Client) CallTool(ctx context.Context, name string, arguments json.RawMe
 			return Result{}, fmt.Errorf("calling %s: arguments are not a JSON object: %w", name, err)
 		}
 	}
+	return c.Call(ctx, name, args, timeout)
+}
+
+// Call calls a tool with arguments already decoded (numbers may be
+// json.Number, sent as written), within timeout (0 = ctx's deadline only).
+func (c *Client) Call(ctx context.Context, name string, args map[string]any, timeout time.Duration) (Result, error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)

@@ -88,8 +88,8 @@ func TestListToolsPaginates(t *testing.T) {
 			var names []string
 			for _, tool := range tools {
 				names = append(names, tool.Name)
-				if !strings.Contains(string(tool.InputSchema), `"object"`) {
-					t.Errorf("tool %s: input schema %s is not an object schema", tool.Name, tool.InputSchema)
+				if !strings.Contains(string(tool.Parameters), `"object"`) {
+					t.Errorf("tool %s: input schema %s is not an object schema", tool.Name, tool.Parameters)
 				}
 			}
 			got := strings.Join(names, ",")

@@ -5,9 +5,10 @@ package episode
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/agentenv/agentenv/sdk/toolformat"
 )
 
 // Message is one chat message.
@@ -16,19 +17,10 @@ type Message struct {
 	Content string `json:"content"`
 }
 
-// Tool is a tool offered to the model, as an OpenAI function schema:
-// {"type":"function","function":{"name":...,"description":...,"parameters":{...}}}.
-type Tool struct {
-	Type     string   `json:"type"`
-	Function Function `json:"function"`
-}
-
-// Function is the function part of a Tool.
-type Function struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-}
+// Tool is a tool offered to the model: the one tool type from the env's
+// tools/list to the tool format. The server renders it as an OpenAI
+// function schema where it sends it.
+type Tool = toolformat.Tool
 
 // Request says which task to play and how.
 type Request struct {
@@ -49,7 +41,7 @@ type Observation struct {
 	// prompt as a user message when a turn ends and another opens.
 	Messages []Message `json:"messages"`
 	// Tools offered in the open turn; set by Start and when a new turn opens.
-	Tools []Tool `json:"tools,omitempty"`
+	Tools []Tool `json:"-"`
 	Turn  int    `json:"turn"` // model replies taken so far
 	Done  bool   `json:"done"`
 	// Reward is set when Done.

@@ -73,7 +73,7 @@ type turn struct {
 	step    *bundle.Step
 	offer   []*offered
 	byName  map[string]*offered
-	ftools  []toolformat.Tool
+	tools   []Tool // offered, in order: what the parser reads and the model sees
 	endTurn bool
 	replies int
 }
@@ -175,7 +175,7 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 	obs.Turn = ep.replies
 	// The tool format trims the reply (end tokens, reasoning): it knows
 	// its model's layout, and one place does it.
-	parsed, err := ep.parser.Parse(ctx, reply, t.ftools)
+	parsed, err := ep.parser.Parse(ctx, reply, t.tools)
 	if err != nil {
 		return &Error{Code: CodeExecution, Err: fmt.Errorf("reading the reply's tool calls: %w", err)}
 	}
@@ -207,7 +207,8 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 			tool(fmt.Sprintf("Error: there is no tool %q. The tools are: %s.", c.Name, strings.Join(offeredNames(t.offer), ", ")))
 			continue
 		}
-		if err := o.validate(c.Arguments); err != nil {
+		args, err := o.validate(c.Arguments)
+		if err != nil {
 			ep.invalid++
 			tool(fmt.Sprintf("Error: invalid arguments for %s: %v", c.Name, err))
 			continue
@@ -216,7 +217,7 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 			tool("Error: " + c.Name + " cannot be called now.")
 			continue
 		}
-		res, err := o.env.client.CallTool(ctx, c.Name, c.Arguments, ep.e.cfg.ToolCallTimeout)
+		res, err := o.env.client.Call(ctx, c.Name, args, ep.e.cfg.ToolCallTimeout)
 		if err != nil {
 			return &Error{Code: CodeExecution, Err: fmt.Errorf("env %q: %w", o.env.name, err)}
 		}
@@ -370,9 +371,9 @@ func (ep *episode) open(s *bundle.Step, obs *Observation, promptSent bool) error
 	if err != nil {
 		return &Error{Code: CodeDeploy, Err: fmt.Errorf("prompt_agent step %q: %w", s.ID, err)}
 	}
-	t := &turn{step: s, offer: offer, byName: map[string]*offered{}, ftools: formatTools(offer), endTurn: ts.EndTurn}
+	t := &turn{step: s, offer: offer, byName: map[string]*offered{}, tools: toolsOf(offer), endTurn: ts.EndTurn}
 	for _, o := range offer {
-		t.byName[o.tool.Function.Name] = o
+		t.byName[o.tool.Name] = o
 	}
 	ep.turn = t
 	first := !ep.opened
@@ -383,14 +384,14 @@ func (ep *episode) open(s *bundle.Step, obs *Observation, promptSent bool) error
 	if !promptSent {
 		obs.Messages = append(obs.Messages, Message{Role: "user", Content: promptText(s, first)})
 	}
-	obs.Tools = schemaTools(offer)
+	obs.Tools = t.tools
 	return nil
 }
 
 func offeredNames(offer []*offered) []string {
 	names := make([]string, len(offer))
 	for i, o := range offer {
-		names[i] = o.tool.Function.Name
+		names[i] = o.tool.Name
 	}
 	return names
 }

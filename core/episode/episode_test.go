@@ -16,7 +16,7 @@ import (
 func toolNames(tools []episode.Tool) []string {
 	var names []string
 	for _, t := range tools {
-		names = append(names, t.Function.Name)
+		names = append(names, t.Name)
 	}
 	return names
 }
@@ -83,7 +83,7 @@ func TestSingleTurn(t *testing.T) {
 			if got := toolNames(obs.Tools); !reflect.DeepEqual(got, wantTools) {
 				t.Fatalf("tools = %v, want %v", got, wantTools)
 			}
-			if obs.Tools[0].Type != "function" || !strings.Contains(string(obs.Tools[0].Function.Parameters), `"n"`) {
+			if !strings.Contains(string(obs.Tools[0].Parameters), `"n"`) {
 				t.Fatalf("tool schema %+v", obs.Tools[0])
 			}
 			for i, reply := range tc.replies {

@@ -25,8 +25,8 @@ func TestToolSchemaRefsStayInside(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			o := &offered{tool: Tool{Type: "function", Function: Function{Name: "t", Parameters: json.RawMessage(tc.schema)}}}
-			if err := o.validate(json.RawMessage(tc.args)); (err != nil) != tc.wantErr {
+			o := &offered{tool: Tool{Name: "t", Parameters: json.RawMessage(tc.schema)}}
+			if _, err := o.validate(json.RawMessage(tc.args)); (err != nil) != tc.wantErr {
 				t.Fatalf("validate(%s) = %v, want error %v", tc.args, err, tc.wantErr)
 			}
 		})

@@ -19,7 +19,7 @@ type liveEnv struct {
 	name   string
 	sb     sandbox.Sandbox
 	client *envclient.Client // nil until connected
-	tools  []envclient.Tool
+	tools  []Tool
 }
 
 // spec is what the sandbox deploys for env, with the engine's labels and

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -12,8 +14,6 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/agentenv/agentenv/core/bundle"
-	"github.com/agentenv/agentenv/core/envclient"
-	"github.com/agentenv/agentenv/sdk/toolformat"
 )
 
 // endTurnSchema is the arguments schema of end_turn.
@@ -37,11 +37,13 @@ func (refusingLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("tool schema $ref %q: only references within the schema are followed", url)
 }
 
-// validate checks arguments (a JSON object) against the tool's schema. A
-// schema the validator cannot compile is not enforced: the env still checks.
-func (o *offered) validate(args json.RawMessage) error {
+// validate checks a call's arguments (a JSON object) against the tool's
+// schema and returns them decoded, to be sent as they are: the arguments
+// are decoded once, and the value checked is the value sent. A schema the
+// validator cannot compile is not enforced: the env still checks.
+func (o *offered) validate(args json.RawMessage) (map[string]any, error) {
 	o.once.Do(func() {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(o.tool.Function.Parameters))
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(o.tool.Parameters))
 		if err != nil {
 			return
 		}
@@ -49,29 +51,71 @@ func (o *offered) validate(args json.RawMessage) error {
 		// A tool's schema comes from the env: its $refs must not make the
 		// engine read files or fetch URLs on the host.
 		c.UseLoader(refusingLoader{})
-		url := "urn:agentenv:tool:" + o.tool.Function.Name
+		url := "urn:agentenv:tool:" + o.tool.Name
 		if c.AddResource(url, doc) != nil {
 			return
 		}
 		o.schema, _ = c.Compile(url)
 	})
-	// The call goes out as a map: arguments that cannot become one (a
-	// number past float64) are the model's error, not the env's.
+	var inst any
+	decErr := io.EOF
+	if len(args) > 0 {
+		// Numbers stay json.Number: exact for the schema, and sent as written.
+		dec := json.NewDecoder(bytes.NewReader(args))
+		dec.UseNumber()
+		decErr = dec.Decode(&inst)
+	}
+	send := map[string]any{}
 	if len(args) > 0 && string(args) != "null" {
-		var m map[string]any
-		if err := json.Unmarshal(args, &m); err != nil {
-			return fmt.Errorf("arguments are not a JSON object that can be sent: %w", err)
+		obj, ok := inst.(map[string]any)
+		if decErr != nil || !ok {
+			return nil, fmt.Errorf("arguments are not a JSON object that can be sent: %v", orNotObject(decErr))
 		}
+		// A number past float64 passes a schema but no env can read it: the
+		// model's error, not the env's.
+		if err := finiteNumbers(obj); err != nil {
+			return nil, fmt.Errorf("arguments are not a JSON object that can be sent: %w", err)
+		}
+		send = obj
 	}
 	if o.schema == nil {
-		return nil
+		return send, nil
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
-	if err != nil {
-		return fmt.Errorf("arguments are not JSON: %w", err)
+	if decErr != nil {
+		return nil, fmt.Errorf("arguments are not JSON: %w", decErr)
 	}
 	if err := o.schema.Validate(inst); err != nil {
-		return schemaError(err)
+		return nil, schemaError(err)
+	}
+	return send, nil
+}
+
+func orNotObject(err error) error {
+	if err != nil {
+		return err
+	}
+	return errors.New("not an object")
+}
+
+// finiteNumbers checks that every number in v fits a float64.
+func finiteNumbers(v any) error {
+	switch x := v.(type) {
+	case json.Number:
+		if _, err := x.Float64(); err != nil {
+			return fmt.Errorf("number %s: %w", clip(string(x), 40), err)
+		}
+	case map[string]any:
+		for _, e := range x {
+			if err := finiteNumbers(e); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if err := finiteNumbers(e); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -109,9 +153,9 @@ func schemaError(err error) error {
 // plus end_turn for multi-turn tasks.
 func offerTools(names []string, hidden []string, envs []*liveEnv, endTurn bool) ([]*offered, error) {
 	serving := map[string][]*liveEnv{}
-	descs := map[string]map[string]envclient.Tool{}
+	descs := map[string]map[string]Tool{}
 	for _, le := range envs {
-		descs[le.name] = map[string]envclient.Tool{}
+		descs[le.name] = map[string]Tool{}
 		for _, t := range le.tools {
 			serving[t.Name] = append(serving[t.Name], le)
 			descs[le.name][t.Name] = t
@@ -130,10 +174,7 @@ func offerTools(names []string, hidden []string, envs []*liveEnv, endTurn bool) 
 		if len(les) > 1 {
 			return fmt.Errorf("tool %q is served by several envs (%s); tools must have one owner", name, envNames(les))
 		}
-		t := descs[les[0].name][name]
-		out = append(out, &offered{env: les[0], tool: Tool{Type: "function", Function: Function{
-			Name: t.Name, Description: t.Description, Parameters: t.InputSchema,
-		}}})
+		out = append(out, &offered{env: les[0], tool: descs[les[0].name][name]})
 		return nil
 	}
 	if names != nil {
@@ -158,9 +199,9 @@ func offerTools(names []string, hidden []string, envs []*liveEnv, endTurn bool) 
 		if len(serving[bundle.EndTurnTool]) > 0 {
 			return nil, fmt.Errorf("env %s serves a tool named %q, which multi-turn tasks reserve", envNames(serving[bundle.EndTurnTool]), bundle.EndTurnTool)
 		}
-		out = append(out, &offered{tool: Tool{Type: "function", Function: Function{
+		out = append(out, &offered{tool: Tool{
 			Name: bundle.EndTurnTool, Description: endTurnDescription, Parameters: json.RawMessage(endTurnSchema),
-		}}})
+		}})
 	}
 	return out, nil
 }
@@ -183,18 +224,10 @@ func toolNames(envs []*liveEnv) []string {
 	return names
 }
 
-func schemaTools(offer []*offered) []Tool {
+func toolsOf(offer []*offered) []Tool {
 	out := make([]Tool, len(offer))
 	for i, o := range offer {
 		out[i] = o.tool
-	}
-	return out
-}
-
-func formatTools(offer []*offered) []toolformat.Tool {
-	out := make([]toolformat.Tool, len(offer))
-	for i, o := range offer {
-		out[i] = toolformat.Tool{Name: o.tool.Function.Name, Description: o.tool.Function.Description, Parameters: o.tool.Function.Parameters}
 	}
 	return out
 }
@@ -262,8 +295,8 @@ func (e *Engine) listToolset(ctx context.Context, ts *bundle.Toolset) (tools []T
 				endTurn = &o.tool
 				continue
 			}
-			if !seen[o.tool.Function.Name] {
-				seen[o.tool.Function.Name] = true
+			if !seen[o.tool.Name] {
+				seen[o.tool.Name] = true
 				tools = append(tools, o.tool)
 			}
 		}

@@ -143,7 +143,7 @@ func (s *Server) handleToolsetTools(w http.ResponseWriter, r *http.Request) {
 	if tools == nil {
 		tools = []episode.Tool{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"toolset": id, "tools": tools})
+	writeJSON(w, http.StatusOK, map[string]any{"toolset": id, "tools": openAITools(tools)})
 }
 
 // handleORS serves the ORS-style task API OpenEnv task servers expose:

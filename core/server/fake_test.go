@@ -70,10 +70,10 @@ func (p *fakePlayer) Tools(_ context.Context, toolset string) ([]episode.Tool, e
 	return []episode.Tool{fakeTool}, nil
 }
 
-var fakeTool = episode.Tool{Type: "function", Function: episode.Function{
+var fakeTool = episode.Tool{
 	Name: "submit", Description: "Submit a schedule.",
 	Parameters: json.RawMessage(`{"type":"object","properties":{"schedule":{"type":"array"}},"required":["schedule"]}`),
-}}
+}
 
 func (p *fakePlayer) counts() (started, closed, live, maxLive int) {
 	p.mu.Lock()

@@ -276,9 +276,34 @@ type wireObservation struct {
 	EpisodeID string             `json:"episode_id"`
 	TaskID    string             `json:"task_id"`
 	Messages  []episode.Message  `json:"messages"`
-	Tools     []episode.Tool     `json:"tools,omitempty"`
+	Tools     []openAITool       `json:"tools,omitempty"`
 	Turn      int                `json:"turn"`
 	Metrics   map[string]float64 `json:"metrics,omitempty"`
+}
+
+// openAITool is a tool as the server sends it: an OpenAI function schema,
+// {"type":"function","function":{"name":...,"description":...,"parameters":{...}}}.
+// The engine's tool is flat; this is the one place it changes shape.
+type openAITool struct {
+	Type     string         `json:"type"`
+	Function openAIFunction `json:"function"`
+}
+
+type openAIFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+func openAITools(tools []episode.Tool) []openAITool {
+	if tools == nil {
+		return nil
+	}
+	out := make([]openAITool, len(tools))
+	for i, t := range tools {
+		out[i] = openAITool{Type: "function", Function: openAIFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters}}
+	}
+	return out
 }
 
 type observationData struct {
@@ -301,7 +326,7 @@ func encodeObservation(o episode.Observation) ([]byte, error) {
 	d := observationData{
 		Observation: wireObservation{
 			EpisodeID: o.EpisodeID, TaskID: o.TaskID, Messages: msgs,
-			Tools: o.Tools, Turn: o.Turn, Metrics: o.Metrics,
+			Tools: openAITools(o.Tools), Turn: o.Turn, Metrics: o.Metrics,
 		},
 		Done: o.Done,
 	}
