@@ -499,7 +499,7 @@ func TestClientWaitsOutServeRestart(t *testing.T) {
 		got <- err
 	}()
 	time.Sleep(500 * time.Millisecond)
-	startServe(t, gridsimBundle, addr, state, nil)
+	again := startServe(t, gridsimBundle, addr, state, nil)
 	if err := <-got; err != nil {
 		t.Fatalf("reset across the restart: %v", err)
 	}
@@ -508,6 +508,11 @@ func TestClientWaitsOutServeRestart(t *testing.T) {
 	}
 	if res, err := s.Step(ctx, "I am done."); err != nil || !res.Done {
 		t.Fatalf("step on the new server: %+v %v", res, err)
+	}
+	// The env goes in the background after the final reply; a clean stop
+	// waits for it (a SIGKILL would leave it for the next start to reap).
+	if code := again.signalAndWait(t, syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
 	}
 }
 

@@ -37,8 +37,10 @@ type Observation struct {
 	EpisodeID string `json:"episode_id"`
 	TaskID    string `json:"task_id"`
 	// Messages: after Start, the opening prompt (system, user); after a
-	// step, the tool messages answering the reply's calls, and the next
-	// prompt as a user message when a turn ends and another opens.
+	// step, the tool messages answering the reply's calls, end_turn's
+	// carrying the next prompt. A user message carries it only when a
+	// turn ended at its own max_turns and another opened; a reply without
+	// a tool call ends every turn left, and gets no message.
 	Messages []Message `json:"messages"`
 	// Tools offered in the open turn; set by Start and when a new turn opens.
 	Tools []Tool `json:"-"`

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -265,17 +266,20 @@ func TestServeEndToEnd(t *testing.T) {
 	wants := map[policy.Shape]want{
 		policy.Scripted: {1, 1, 1},
 		policy.Wrong:    {0.5, 0, 1},
-		// On this engine a reply without a tool call ends its turn and the
-		// next question comes as a user message (docs/episodes.md), so
-		// answering in replies scores like end_turn. The SkyRL page's
-		// framework ends the episode there instead (reward 0.5,
-		// score/answer-2 = 0); see docs/inbox.md.
-		policy.Reply: {1, 1, 1},
+		// A reply without a tool call ends its turn and the turns after
+		// it, as on the SkyRL page: the second question is never asked.
+		policy.Reply: {0.5, 1, 0},
 	}
 	tasks := []string{"acme-invoice", "lisbon-trip", "offsite", "refund", "spam", "invoice/globex-jul", "invoice/hooli-nov", "invoice/wayne-sep"}
 	for _, shape := range policy.Shapes {
 		t.Run(string(shape), func(t *testing.T) {
 			w := wants[shape]
+			// Every task needs two calls for both questions; the reply
+			// policy plays only the first, which spam answers with one.
+			minCalls := 2
+			if shape == policy.Reply {
+				minCalls = 1
+			}
 			for _, id := range tasks {
 				res, err := rollout.Play(ctx, s.url, "", rollout.Reset{TaskID: id}, policy.New(shape))
 				if err != nil {
@@ -290,36 +294,44 @@ func TestServeEndToEnd(t *testing.T) {
 					t.Errorf("%s: no score/answer-2 in %v", id, m)
 				}
 				if m["unparsed_calls"] != 0 || m["invalid_calls"] != 0 || m["tool_errors"] != 0 || m["failed"] != 0 ||
-					m["tool_calls"] != float64(calls) || m["turns"] != float64(replies) || calls < 2 {
+					m["tool_calls"] != float64(calls) || m["turns"] != float64(replies) || calls < minCalls {
 					t.Errorf("%s: metrics %v, the policy made %d calls in %d replies", id, m, calls, replies)
 				}
-				// The second question reaches the policy: as end_turn's
-				// result, or as a user message after a plain reply.
+				if shape == policy.Reply {
+					// The plain reply was the last message: the episode
+					// was done at it, with nothing more to say.
+					last := res.Transcript[len(res.Transcript)-1]
+					if last.Role != "assistant" || !strings.HasPrefix(last.Content, "The answer is ") {
+						t.Errorf("%s: the rollout goes on after the plain reply:\n%s", id, rollout.Render(res.Transcript))
+					}
+				}
 				if strings.HasPrefix(id, "invoice/") {
 					continue
 				}
-				role := "tool"
-				if shape == policy.Reply {
-					role = "user"
-				}
-				second := rollout.Message{Role: role, Content: prompts(t, id)[1]}
+				// The second question reaches the policy as end_turn's
+				// result, and only so.
+				second := prompts(t, id)[1]
 				found := false
 				for _, msg := range res.Transcript {
-					found = found || msg == second
+					if msg.Content == second && msg.Role == "tool" {
+						found = true
+					} else if strings.Contains(msg.Content, second) {
+						t.Errorf("%s: the second question came as a %s message:\n%s", id, msg.Role, rollout.Render(res.Transcript))
+					}
 				}
-				if !found {
-					t.Errorf("%s: the second question never came as a %s message:\n%s", id, role, rollout.Render(res.Transcript))
+				if found == (shape == policy.Reply) {
+					t.Errorf("%s: the second question sent as end_turn's result: %v, want %v:\n%s", id, found, !found, rollout.Render(res.Transcript))
 				}
 			}
 		})
 	}
 
-	// How score/answer-2 = 0 comes about on this server with the reply
-	// policy: the trainer's turn cap (the reset's max_turns) ends the
-	// rollout at the reply that answers the first question, so the second
-	// turn never opens and its verifier scores an empty answer.
-	t.Run("reply under a turn cap", func(t *testing.T) {
-		res, err := rollout.Play(ctx, s.url, "", rollout.Reset{TaskID: "acme-invoice", MaxTurns: 3}, policy.New(policy.Reply))
+	// The other way score/answer-2 = 0 comes about: the trainer's turn cap
+	// (the reset's max_turns) ends the rollout at the end_turn that answers
+	// the first question, so its result closes the episode instead of
+	// asking the second question, and the second turn never opens.
+	t.Run("scripted under a turn cap", func(t *testing.T) {
+		res, err := rollout.Play(ctx, s.url, "", rollout.Reset{TaskID: "acme-invoice", MaxTurns: 3}, policy.New(policy.Scripted))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -332,6 +344,9 @@ func TestServeEndToEnd(t *testing.T) {
 			if strings.Contains(msg.Content, second) {
 				t.Fatalf("the second question was sent: %+v", msg)
 			}
+		}
+		if last := res.Transcript[len(res.Transcript)-1]; last != (rollout.Message{Role: "tool", Content: "The episode is over."}) {
+			t.Fatalf("end_turn's result under the cap: %+v", last)
 		}
 	})
 
@@ -356,13 +371,20 @@ func TestServeEndToEnd(t *testing.T) {
 		if err != nil || len(obs.Messages) != 1 || !strings.HasPrefix(obs.Messages[0].Content, "Error: this tool call could not be read") {
 			t.Fatalf("a hermes call: %+v, %v", obs, err)
 		}
-		for _, reply := range []string{"INV-1042", "1,284.50"} {
-			if obs, err = c.Step(ctx, reply); err != nil {
-				t.Fatal(err)
-			}
+		// The unread call left the turn open; a plain reply ends it and
+		// the episode: the second question is never asked.
+		if obs, err = c.Step(ctx, "INV-1042"); err != nil {
+			t.Fatal(err)
 		}
-		if !obs.Done || obs.Metrics["unparsed_calls"] != 1 || obs.Metrics["tool_calls"] != 0 || *obs.Reward != 1 {
-			t.Fatalf("final: done %v, reward %v, metrics %v", obs.Done, obs.Reward, obs.Metrics)
+		m := obs.Metrics
+		if !obs.Done || obs.Reward == nil || *obs.Reward != 0.5 || len(obs.Messages) != 0 || m["unparsed_calls"] != 1 ||
+			m["tool_calls"] != 0 || m["turns"] != 2 || m["score/answer-1"] != 1 || m["score/answer-2"] != 0 {
+			t.Fatalf("final: done %v, reward %v, messages %v, metrics %v", obs.Done, obs.Reward, obs.Messages, m)
+		}
+		_, err = c.Step(ctx, "1,284.50")
+		var se *rollout.ServerError
+		if !errors.As(err, &se) || se.Code != "NO_EPISODE" || !strings.Contains(se.Message, "the episode is done") {
+			t.Fatalf("a step after done: %v", err)
 		}
 	})
 
@@ -405,12 +427,45 @@ func TestServeEndToEnd(t *testing.T) {
 			t.Fatalf("the README has %d policy rows, want 3", rows)
 		}
 
-		// docs/inbox.md's row for the reply policy under a turn cap.
+		// docs/inbox.md's policy table: its reward and scores columns are
+		// inbox-play's, rounded.
 		docs, err := os.ReadFile(filepath.Join("..", "..", "docs", "inbox.md"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err = exec.CommandContext(ctx, playBin, "--url", s.url, "--policy", "reply", "--task", "acme-invoice", "--max-turns", "3").CombinedOutput()
+		rows = 0
+		for _, line := range strings.Split(string(docs), "\n") {
+			for _, shape := range policy.Shapes {
+				if !strings.HasPrefix(line, "| `"+string(shape)+"` |") {
+					continue
+				}
+				rows++
+				cells := strings.Split(strings.Trim(line, "| "), " | ")
+				printed := tableRow(string(out), string(shape))
+				if len(cells) != 5 || len(printed) != 7 {
+					t.Fatalf("docs/inbox.md row %q or inbox-play's row %q is not as expected", line, printed)
+				}
+				for i, col := range []int{2, 3, 4} {
+					doc, err1 := strconv.ParseFloat(cells[2+i], 64)
+					got, err2 := strconv.ParseFloat(printed[col], 64)
+					if err1 != nil || err2 != nil || doc != got {
+						t.Errorf("docs/inbox.md row %q: column %d is %s; inbox-play prints %s", line, 3+i, cells[2+i], printed[col])
+					}
+				}
+			}
+		}
+		if rows != len(policy.Shapes) {
+			t.Fatalf("docs/inbox.md has %d policy rows, want %d", rows, len(policy.Shapes))
+		}
+
+		// Its excerpt of the reply policy's rollout.
+		out, err = exec.CommandContext(ctx, playBin, "--url", s.url, "--policy", "reply", "--task", "acme-invoice", "--show").CombinedOutput()
+		if block := textBlock(string(docs), "## Answering in a reply"); err != nil || len(block) < 100 || !strings.Contains(string(out), block) {
+			t.Errorf("inbox-play --policy reply --show does not print docs/inbox.md's excerpt %q: %v\n%s", block, err, out)
+		}
+
+		// Its row for the scripted policy under a turn cap.
+		out, err = exec.CommandContext(ctx, playBin, "--url", s.url, "--policy", "scripted", "--task", "acme-invoice", "--max-turns", "3").CombinedOutput()
 		row := strings.TrimPrefix(string(out), "| policy | tasks | reward | score/answer-1 | score/answer-2 | tool calls | unparsed calls |\n|---|---|---|---|---|---|---|\n")
 		if err != nil || !strings.Contains(string(docs), "```\n"+row+"```\n") {
 			t.Errorf("inbox-play --max-turns 3 printed a row docs/inbox.md does not show: %v\n%s", err, out)
@@ -420,9 +475,7 @@ func TestServeEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatalf("inbox-play --show: %v\n%s", err, out)
 		}
-		_, block, _ := strings.Cut(string(readme), "## What a rollout looks like")
-		_, block, _ = strings.Cut(block, "```text\n")
-		block, _, _ = strings.Cut(block, "```")
+		block := textBlock(string(readme), "## What a rollout looks like")
 		// The README leaves the system prompt out.
 		shown := string(out)
 		if i, j := strings.Index(shown, "[system]\n"), strings.Index(shown, "[user]\n"); i >= 0 && j > i {
@@ -434,4 +487,22 @@ func TestServeEndToEnd(t *testing.T) {
 	})
 
 	s.stop(t)
+}
+
+// textBlock is the first ```text block after heading in doc.
+func textBlock(doc, heading string) string {
+	_, block, _ := strings.Cut(doc, heading)
+	_, block, _ = strings.Cut(block, "```text\n")
+	block, _, _ = strings.Cut(block, "```")
+	return block
+}
+
+// tableRow is the cells of the row inbox-play printed for a policy.
+func tableRow(out, shape string) []string {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "| "+shape+" |") {
+			return strings.Split(strings.Trim(line, "| "), " | ")
+		}
+	}
+	return nil
 }

@@ -78,47 +78,46 @@ func (p *Plugin) deployProcess(ctx context.Context, spec sandbox.Spec) (sandbox.
 func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config) (_ sandbox.Sandbox, portLost bool, _ error) {
 	argv := resolveCommand(spec.Dir, spec.Command)
 	id := newID()
-	root, err := os.MkdirTemp("", rootPrefix+"*")
-	if err != nil {
-		return sandbox.Sandbox{}, false, fmt.Errorf("sandbox-local: env %q: temp dir: %w", spec.Env, err)
-	}
-	work, tmp := filepath.Join(root, "work"), filepath.Join(root, "tmp")
-	logPath := filepath.Join(root, envLog)
-	var logf *os.File
-	err = errors.Join(os.Mkdir(work, 0o700), os.Mkdir(tmp, 0o700))
-	if err == nil {
-		logf, err = os.Create(logPath)
-	}
-	if err != nil {
-		os.RemoveAll(root)
-		return sandbox.Sandbox{}, false, fmt.Errorf("sandbox-local: env %q: preparing %s: %w", spec.Env, root, err)
-	}
-	defer logf.Close() // the child holds its own descriptor
 	port, err := p.allocPort(cfg.StateDir, id)
 	if err != nil {
-		os.RemoveAll(root)
 		return sandbox.Sandbox{}, false, fmt.Errorf("sandbox-local: env %q: %w", spec.Env, err)
 	}
+	// The temp dir is named after the sandbox and recorded before it is
+	// made, and the record is rewritten before the env starts: a plugin
+	// killed at any point leaves a state file by which the next one finds
+	// the dir, and the env (by its id, in its environment).
+	root := filepath.Join(os.TempDir(), rootPrefix+id)
+	work, tmp := filepath.Join(root, "work"), filepath.Join(root, "tmp")
+	logPath := filepath.Join(root, envLog)
 	environ := buildEnviron(cfg.PassEnv, spec, port, work, tmp, id)
 	st := &state{
-		handle: handle{Port: port, Root: root},
-		ID:     id, Env: spec.Env,
+		handle:   handle{Port: port, Root: root},
+		ID:       id, Env: spec.Env,
 		Endpoint: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		Labels:   copyLabels(spec.Labels), Started: time.Now().UTC(),
-		WorkDir: work, EnvDir: spec.Dir, Environ: environ,
+		WorkDir:  work, EnvDir: spec.Dir, Environ: environ,
 	}
 	pr := &proc{done: make(chan struct{})}
 	p.mu.Lock()
 	p.procs[id] = pr
 	p.mu.Unlock()
-	// Recorded before the env starts: a plugin killed from here on leaves a
-	// state file by which the next one finds the env (by its id, in its
-	// environment) and its temp dir.
-	if err := writeState(cfg.StateDir, st); err != nil {
+	abandon := func(err error) (sandbox.Sandbox, bool, error) {
 		close(pr.done)
 		p.forget(st)
 		return sandbox.Sandbox{}, false, fmt.Errorf("sandbox-local: env %q: %w", spec.Env, err)
 	}
+	if err := writeState(cfg.StateDir, st); err != nil {
+		return abandon(err)
+	}
+	var logf *os.File
+	err = errors.Join(os.Mkdir(root, 0o700), os.Mkdir(work, 0o700), os.Mkdir(tmp, 0o700))
+	if err == nil {
+		logf, err = os.Create(logPath)
+	}
+	if err != nil {
+		return abandon(fmt.Errorf("preparing %s: %w", root, err))
+	}
+	defer logf.Close() // the child holds its own descriptor
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = work
 	cmd.Env = environ
@@ -126,9 +125,7 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 	// Its own group, so teardown reaches whatever the env starts.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		close(pr.done)
-		p.forget(st)
-		return sandbox.Sandbox{}, false, fmt.Errorf("sandbox-local: env %q: starting %q (in %s): %w", spec.Env, argv, spec.Dir, err)
+		return abandon(fmt.Errorf("starting %q (in %s): %w", argv, spec.Dir, err))
 	}
 	pr.cmd = cmd
 	go func() {

@@ -18,6 +18,8 @@ var hostileReplies = []string{
 	strings.Repeat(`<tool_call>{"name": "f", "arguments": {}}</tool_call>`, 20000),
 	"<tool_call>" + strings.Repeat("[", 100000),
 	"<tool_call>" + strings.Repeat(`{"a":`, 50000),
+	strings.Repeat("<tool_call>{\"name\": \"f\", \"arguments\": {}}", 20000) + "<think>",
+	"<tool_call>{\"n\": [" + strings.Repeat("NaN, 1e400, ", 50000) + "0]}",
 	strings.Repeat("<think>", 50000) + strings.Repeat("</think>", 50000),
 	strings.Repeat("<|im_end|>", 50000),
 	strings.Repeat(" <|im_end|>\n", 50000),
@@ -28,9 +30,10 @@ var hostileReplies = []string{
 // reason, and every call is a named JSON object.
 func checkInvariants(t *testing.T, reply string, p toolformat.Parsed) {
 	t.Helper()
-	trimmed := toolformat.TrimReply(reply)
-	if !strings.HasPrefix(trimmed, p.Content) {
-		t.Fatalf("content %q is not the start of the reply %q", p.Content, trimmed)
+	split := toolformat.SplitReply(reply)
+	trimmed := split.Before + "\x00" + split.Content // where calls are read
+	if !strings.HasPrefix(split.Content, p.Content) {
+		t.Fatalf("content %q is not the start of the reply's content %q", p.Content, split.Content)
 	}
 	if strings.Contains(trimmed, openTag) != (len(p.Calls)+len(p.Unparsed) > 0) {
 		t.Fatalf("reply %q: %d calls and %d unparsed; a <tool_call> must give one or the other", trimmed, len(p.Calls), len(p.Unparsed))

@@ -5,9 +5,11 @@
 //	{"name": "get_weather", "arguments": {"city": "Paris"}}
 //	</tool_call>
 //
-// It reads a reply the way vLLM's `hermes` tool parser does, except that a
-// call vLLM cannot read is returned as unparsed, with the reason, instead
-// of failing every call in the reply (see docs/tool-formats.md).
+// It reads a reply the way vLLM's `hermes` tool parser (main branch) reads
+// it after its Qwen3 reasoning parser, except that a call vLLM cannot read,
+// or would pass on as arguments that are not a JSON object, is returned as
+// unparsed with the reason instead of failing every call in the reply (see
+// docs/tool-formats.md).
 package hermes
 
 import (
@@ -41,5 +43,10 @@ func (Plugin) Info() sdk.Info {
 // like vLLM, hermes neither checks names against them nor validates
 // arguments (a Hermes call carries its own JSON types).
 func (Plugin) Parse(_ context.Context, text string, _ []toolformat.Tool) (toolformat.Parsed, error) {
-	return parse(toolformat.TrimReply(text)), nil
+	r := toolformat.SplitReply(text)
+	out := parse(r.Content)
+	if lost := unreadBefore(r.Before); len(lost) > 0 {
+		out.Unparsed = append(lost, out.Unparsed...)
+	}
+	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentenv/agentenv/sdk/toolformat"
+	"github.com/agentenv/agentenv/sdk/toolformat/jsonscan"
 )
 
 const (
@@ -21,10 +22,35 @@ const (
 	nearRadius = 24
 )
 
-// parse reads a reply that TrimReply has already cleaned. Blocks are found
-// as vLLM's regex `<tool_call>(.*?)</tool_call>|<tool_call>(.*)` finds
-// them: each runs to the first </tool_call> after it, and a last block
-// with no </tool_call> runs to the end of the reply.
+// block is one <tool_call> block: [start, end) in the text, and its body.
+type block struct {
+	start, end int
+	body       string
+	closed     bool // ended by </tool_call>
+}
+
+// blocks calls fn with each block in text, found as vLLM's regex
+// `<tool_call>(.*?)</tool_call>|<tool_call>(.*)` finds them: each runs to
+// the first </tool_call> after it, and a last block with no </tool_call>
+// runs to the end of the text.
+func blocks(text string, fn func(block)) {
+	for pos := 0; ; {
+		i := strings.Index(text[pos:], openTag)
+		if i < 0 {
+			return
+		}
+		b := block{start: pos + i, end: len(text)}
+		bodyStart := b.start + len(openTag)
+		b.body = text[bodyStart:]
+		if j := strings.Index(b.body, closeTag); j >= 0 {
+			b.body, b.end, b.closed = b.body[:j], bodyStart+j+len(closeTag), true
+		}
+		fn(b)
+		pos = b.end
+	}
+}
+
+// parse reads the content of a reply (toolformat.SplitReply).
 func parse(text string) toolformat.Parsed {
 	first := strings.Index(text, openTag)
 	if first < 0 {
@@ -33,30 +59,31 @@ func parse(text string) toolformat.Parsed {
 	// Like vLLM, content is the text before the first call; text between
 	// and after calls is dropped.
 	out := toolformat.Parsed{Content: text[:first]}
-	for pos := first; ; {
-		i := strings.Index(text[pos:], openTag)
-		if i < 0 {
-			break
-		}
-		start := pos + i
-		bodyStart := start + len(openTag)
-		body, end, closed := text[bodyStart:], len(text), false
-		if j := strings.Index(body, closeTag); j >= 0 {
-			body, end, closed = body[:j], bodyStart+j+len(closeTag), true
-		}
-		call, reason := readCall(body, closed)
+	blocks(text, func(b block) {
+		call, reason := readCall(b.body, b.closed)
 		if reason == "" {
 			out.Calls = append(out.Calls, call)
 		} else {
-			out.Unparsed = append(out.Unparsed, toolformat.Unparsed{Text: text[start:end], Reason: reason})
+			out.Unparsed = append(out.Unparsed, toolformat.Unparsed{Text: text[b.start:b.end], Reason: reason})
 		}
-		pos = end
-	}
+	})
 	return out
 }
 
-// readCall reads one block's body. It returns the call, or the reason the
-// block is not one; offsets in reasons count bytes from the <tool_call>.
+// unreadBefore reports each block in the text before <think>, which vLLM
+// drops unread.
+func unreadBefore(before string) []toolformat.Unparsed {
+	var out []toolformat.Unparsed
+	blocks(before, func(b block) {
+		out = append(out, toolformat.Unparsed{Text: before[b.start:b.end], Reason: toolformat.BeforeThinkReason})
+	})
+	return out
+}
+
+// readCall reads one block's body as vLLM does: Python's json.loads of
+// the body, then "name" and "arguments". It returns the call, or the
+// reason the block is not one; offsets in reasons count bytes from the
+// <tool_call>.
 func readCall(body string, closed bool) (toolformat.Call, string) {
 	unclosed := ""
 	if !closed {
@@ -66,9 +93,14 @@ func readCall(body string, closed bool) (toolformat.Call, string) {
 		return toolformat.Call{}, `empty <tool_call>: write {"name": "TOOL", "arguments": {...}} inside it` + unclosed
 	}
 	raw := []byte(body)
-	if !json.Valid(raw) {
+	// Python's json reads NaN and Infinity; mask them so that Go's json.Valid
+	// checks the rest of Python's grammar.
+	if masked := jsonscan.MaskNonFinite(raw); !json.Valid(masked) {
 		var v any
-		return toolformat.Call{}, jsonReason(body, len(openTag), json.Unmarshal(raw, &v)) + unclosed
+		return toolformat.Call{}, jsonReason(body, len(openTag), json.Unmarshal(masked, &v)) + unclosed
+	}
+	if reason := bigInteger(raw); reason != "" {
+		return toolformat.Call{}, reason
 	}
 	fields, kind := objectFields(raw)
 	if kind != "object" {
@@ -87,33 +119,63 @@ func readCall(body string, closed bool) (toolformat.Call, string) {
 		return toolformat.Call{}, `"name" is empty: write the name of the tool to call`
 	}
 
-	rawArgs := fields.arguments
-	if rawArgs == nil {
+	args := fields.arguments
+	if args == nil {
 		hint := `; write "arguments": {} for a tool that takes none`
 		if fields.hasParameters {
 			hint = `; the key is "arguments", not "parameters"`
 		}
 		return toolformat.Call{}, fmt.Sprintf(`call to %q has no "arguments"%s`, name, hint)
 	}
-	args := rawArgs
-	// Models sometimes write the arguments as a JSON string holding the
-	// object; vLLM decodes it, and so do we.
-	if kindOf(rawArgs) == "string" {
-		var s string
-		_ = json.Unmarshal(rawArgs, &s) // valid: the whole call was
-		if !json.Valid([]byte(s)) {
-			var v any
-			return toolformat.Call{}, fmt.Sprintf(`call to %q: "arguments" is a string but not a JSON object inside: %s`,
-				name, jsonReason(s, 0, json.Unmarshal([]byte(s), &v)))
-		}
-		args = bytes.Trim([]byte(s), jsonSpace)
-	}
-	if k := kindOf(args); k != "object" {
+	switch k := kindOf(args); k {
+	case "object":
+	case "string":
+		// vLLM passes a string on as a string: the tool gets text, not
+		// arguments.
+		return toolformat.Call{}, fmt.Sprintf(`call to %q: "arguments" is a string; write the arguments as a JSON object, not as a string holding one`, name)
+	default:
 		return toolformat.Call{}, fmt.Sprintf(`call to %q: "arguments" must be a JSON object, got %s`, name, article(k))
 	}
+	if reason := nonFinite(args); reason != "" {
+		return toolformat.Call{}, fmt.Sprintf(`call to %q: "arguments" %s`, name, reason)
+	}
 	// The arguments go on as the model wrote them (whitespace and all):
-	// valid JSON, and closer to vLLM's json.dumps than a re-encoding.
+	// valid JSON, with the values vLLM's json.dumps writes.
 	return toolformat.Call{Name: name, Arguments: args}, ""
+}
+
+// bigInteger names an integer anywhere in the call that Python's json
+// refuses: vLLM then reads no call in the reply at all.
+func bigInteger(raw []byte) string {
+	n, ok := jsonscan.FirstOdd(raw, jsonscan.LongInteger)
+	if !ok {
+		return ""
+	}
+	digits := len(bytes.TrimPrefix(raw[n.Start:n.End], []byte("-")))
+	return fmt.Sprintf("the call holds an integer of %d digits, more than the %d that Python's json reads; write it as a string", digits, jsonscan.MaxIntDigits)
+}
+
+// nonFinite names a NaN, an Infinity or a number too large for a double in
+// the arguments: Python reads them, and vLLM's json.dumps then writes NaN
+// or Infinity, which is not JSON.
+func nonFinite(args []byte) string {
+	n, ok := jsonscan.FirstOdd(args, jsonscan.NonFiniteValue)
+	switch {
+	case !ok:
+		return ""
+	case n.NonFinite:
+		return "holds NaN or Infinity, which JSON cannot carry; write a finite number, null or a string"
+	}
+	return fmt.Sprintf("holds %s, too large for a double (it reads as Infinity, which JSON cannot carry); write a smaller number or a string", clip(string(args[n.Start:n.End])))
+}
+
+// clip shortens a long token for a reason.
+func clip(tok string) string {
+	const most = 40
+	if len(tok) <= most {
+		return tok
+	}
+	return tok[:most] + "…"
 }
 
 // kindOf names the JSON type of valid JSON text.
@@ -168,8 +230,8 @@ func jsonReason(src string, base int, err error) string {
 	switch {
 	case strings.HasPrefix(rest, openTag):
 		return fmt.Sprintf("missing </tool_call>: a new <tool_call> starts at offset %d before this call is closed", base+at)
-	case strings.HasPrefix(rest, "NaN"), strings.HasPrefix(rest, "Infinity"):
-		msg = "NaN and Infinity are not JSON numbers; write a finite number, null or a string"
+	case strings.HasPrefix(rest, "NaN"), strings.HasPrefix(rest, "Infinity"), strings.HasPrefix(rest, "-Infinity"):
+		msg = "NaN, Infinity and -Infinity are numbers only on their own"
 	case strings.HasSuffix(msg, "after top-level value"):
 		r, _ := utf8.DecodeRuneInString(rest)
 		msg = fmt.Sprintf("unexpected %q after the end of the JSON object", r)

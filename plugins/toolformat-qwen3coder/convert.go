@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentenv/agentenv/sdk/toolformat"
+	"github.com/agentenv/agentenv/sdk/toolformat/jsonscan"
 )
 
 // schemaIndex is what a tool's schema says about each parameter: the
@@ -17,8 +18,9 @@ import (
 type schemaIndex map[string]typeClass
 
 // indexTools returns the index for the first tool named name, as vLLM's
-// _get_arguments_config finds it: parameters.properties, or, with no
-// properties key, the parameters object itself.
+// find_tool_properties (vllm/tool_parsers/utils.py) finds it:
+// parameters.properties, or nothing (every value a string) when the tool
+// has no properties.
 func indexTools(tools []toolformat.Tool, name string) schemaIndex {
 	for _, t := range tools {
 		if t.Name == name {
@@ -28,38 +30,45 @@ func indexTools(tools []toolformat.Tool, name string) schemaIndex {
 	return nil
 }
 
-// indexSchema reads a tool's parameters schema: parameters.properties,
-// or, with no properties key, the parameters object itself (vLLM reads it
-// that way). Anything but an object leaves every value a string.
+// indexSchema reads a tool's parameters schema: the class of each entry of
+// parameters.properties. Properties that are missing or not an object
+// leave every value a string.
 func indexSchema(parameters json.RawMessage) schemaIndex {
 	if !json.Valid(parameters) {
 		return nil
 	}
-	config, hasProps := []byte(parameters), false
-	if !objectMembers(parameters, func(k string, v []byte) {
+	var props []byte
+	objectMembers(parameters, func(k string, v []byte) {
 		if k == "properties" {
-			config, hasProps = v, true
+			props = v
 		}
-	}) {
-		return nil
-	}
+	})
 	idx := schemaIndex{}
-	if !objectMembers(config, func(name string, schema []byte) { idx[name] = classify(schemaType(schema)) }) && hasProps {
+	if props == nil || !objectMembers(props, func(name string, schema []byte) { idx[name] = schemaClass(schema) }) {
 		return nil
 	}
 	return idx
 }
 
-// schemaType is vLLM's str(schema["type"]).strip().lower(), or "string"
-// when the schema is not an object or has no type.
-func schemaType(schema []byte) string {
+// schemaClass is the branch vLLM's conversion takes for a parameter's
+// schema: str(schema["type"]).strip().lower() when it has a type; an
+// anyOf with no type is read as an object (JSON, then a Python literal);
+// anything else is a string.
+func schemaClass(schema []byte) typeClass {
 	var typ []byte
+	anyOf := false
 	objectMembers(schema, func(k string, v []byte) {
-		if k == "type" {
+		switch k {
+		case "type":
 			typ = v
+		case "anyOf":
+			anyOf = true
 		}
 	})
-	return typeName(typ)
+	if typ == nil && anyOf {
+		return classAnyOf
+	}
+	return classify(typeName(typ))
 }
 
 // typeName reads a schema's "type" value: absent is "string"; a string is
@@ -88,6 +97,7 @@ const (
 	classNumber
 	classBoolean
 	classContainer
+	classAnyOf
 	classOther
 )
 
@@ -116,8 +126,9 @@ func classify(t string) typeClass {
 
 // convert types one parameter value as vLLM does. Where vLLM reads a
 // value, the same value comes back. Where vLLM cannot read it as its type
-// (it passes the raw text on, turns a non-boolean into false, or fails the
-// whole reply), reason says why and the call is returned unparsed.
+// (it passes the raw text on, turns a non-boolean into false, writes
+// arguments that are not JSON, or fails the whole reply), reason says why
+// and the call is returned unparsed.
 func convert(name, value string, idx schemaIndex) (json.RawMessage, string) {
 	if strings.EqualFold(value, "null") {
 		return json.RawMessage("null"), ""
@@ -126,22 +137,27 @@ func convert(name, value string, idx schemaIndex) (json.RawMessage, string) {
 	if !ok || class == classString {
 		return jsonString(value), ""
 	}
-	// The Qwen3-Coder template renders None as "None"; newer vLLM reads it
-	// back as null for every non-string type, and so do we.
-	if class != classOther && strings.EqualFold(value, "none") {
-		return json.RawMessage("null"), ""
+	// The Qwen3-Coder template renders a null argument as None; vLLM reads
+	// it back as null only through a Python literal (object, array, anyOf
+	// and other types).
+	none := ""
+	if strings.EqualFold(value, "none") {
+		none = "; write null for no value"
 	}
 	switch class {
 	case classInteger:
 		n, ok := pyInt(value)
 		if !ok {
-			return nil, fmt.Sprintf("parameter '%s' is not an integer: %s", name, quoteValue(value))
+			if digits, long := longInteger(value); long {
+				return nil, fmt.Sprintf("parameter '%s' has %d digits, more than the %d that Python's int() reads", name, digits, jsonscan.MaxIntDigits)
+			}
+			return nil, fmt.Sprintf("parameter '%s' is not an integer: %s%s", name, quoteValue(value), none)
 		}
 		return json.RawMessage(n), ""
 	case classNumber:
 		f, ok := pyFloat(value)
 		if !ok {
-			return nil, fmt.Sprintf("parameter '%s' is not a number: %s", name, quoteValue(value))
+			return nil, fmt.Sprintf("parameter '%s' is not a number: %s%s", name, quoteValue(value), none)
 		}
 		text, ok := floatArgument(f)
 		if !ok {
@@ -155,36 +171,20 @@ func convert(name, value string, idx schemaIndex) (json.RawMessage, string) {
 		case "false":
 			return json.RawMessage("false"), ""
 		}
-		return nil, fmt.Sprintf("parameter '%s' is not a boolean (write true or false): %s", name, quoteValue(value))
+		return nil, fmt.Sprintf("parameter '%s' is not a boolean (write true or false): %s%s", name, quoteValue(value), none)
 	case classContainer:
 		return convertContainer(name, value)
-	}
-	// Any other type: a Python literal if it is one, else the raw text.
-	if v, err := literalEval(value); err == nil {
-		if out, err := appendPyJSON(nil, v); err == nil {
-			return out, ""
+	case classAnyOf:
+		// JSON first, as for an object; what is neither JSON nor a
+		// literal stays the text.
+		if v, reason, isJSON := pyJSON(name, value); isJSON {
+			return v, reason
 		}
 	}
-	return jsonString(value), ""
-}
-
-// convertContainer reads an object or array value: JSON first, then a
-// Python literal ({'a': True}), as vLLM does.
-func convertContainer(name, value string) (json.RawMessage, string) {
-	var check json.RawMessage
-	jsonErr := json.Unmarshal([]byte(value), &check)
-	if jsonErr == nil {
-		var out bytes.Buffer
-		if err := json.Compact(&out, []byte(value)); err == nil {
-			return out.Bytes(), ""
-		}
-	}
-	if nonFiniteAt(value, jsonErr) {
-		return nil, fmt.Sprintf("parameter '%s' holds NaN or Infinity, which JSON cannot carry; write a finite number, null or a string", name)
-	}
+	// A Python literal if it is one, else the raw text.
 	v, err := literalEval(value)
 	if err != nil {
-		return nil, fmt.Sprintf("parameter '%s' is not valid JSON: %s", name, jsonProblem(value, jsonErr))
+		return jsonString(value), ""
 	}
 	out, err := appendPyJSON(nil, v)
 	if err != nil {
@@ -193,19 +193,67 @@ func convertContainer(name, value string) (json.RawMessage, string) {
 	return out, ""
 }
 
-// nonFiniteAt reports whether JSON decoding stopped at NaN, Infinity or
-// -Infinity, which Python's json.loads accepts and Go's does not.
-func nonFiniteAt(src string, err error) bool {
-	var syn *json.SyntaxError
-	if !errors.As(err, &syn) {
-		return false
+// longInteger reports whether value is an integer that int() refuses only
+// for its length, and its digits.
+func longInteger(value string) (int, bool) {
+	t, ok := pyNumberText(value)
+	if !ok {
+		return 0, false
 	}
-	at := int(syn.Offset) - 1
-	if at < 0 || at >= len(src) {
-		return false
+	digits := strings.TrimLeft(t, "+-")
+	if len(t)-len(digits) > 1 || digits == "" || strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
+		return 0, false
 	}
-	rest := src[at:]
-	return strings.HasPrefix(rest, "NaN") || strings.HasPrefix(rest, "Infinity")
+	return len(digits), len(digits) > jsonscan.MaxIntDigits
+}
+
+// pyJSON reads value as Python's json.loads does. isJSON is false when
+// json.loads fails (vLLM then tries a Python literal); otherwise the value
+// is returned compact, or reason says why it cannot go on as JSON.
+func pyJSON(name, value string) (out json.RawMessage, reason string, isJSON bool) {
+	raw := []byte(value)
+	if !json.Valid(jsonscan.MaskNonFinite(raw)) {
+		return nil, "", false
+	}
+	if _, long := jsonscan.FirstOdd(raw, jsonscan.LongInteger); long {
+		return nil, "", false // json.loads refuses it
+	}
+	if _, bad := jsonscan.FirstOdd(raw, jsonscan.NonFiniteValue); bad {
+		return nil, fmt.Sprintf("parameter '%s' holds NaN or Infinity (or a number too large for a double), which JSON cannot carry; write a finite number, null or a string", name), true
+	}
+	var b bytes.Buffer
+	_ = json.Compact(&b, raw) // valid: checked above
+	return b.Bytes(), "", true
+}
+
+// convertContainer reads an object or array value: JSON first, then a
+// Python literal ({'a': True}), as vLLM does.
+func convertContainer(name, value string) (json.RawMessage, string) {
+	if v, reason, isJSON := pyJSON(name, value); isJSON {
+		return v, reason
+	}
+	v, err := literalEval(value)
+	if err != nil {
+		if digits, long := longJSONInteger(value); long {
+			return nil, fmt.Sprintf("parameter '%s' holds an integer of %d digits, more than the %d that Python reads", name, digits, jsonscan.MaxIntDigits)
+		}
+		var check json.RawMessage
+		return nil, fmt.Sprintf("parameter '%s' is not valid JSON: %s", name, jsonProblem(value, json.Unmarshal([]byte(value), &check)))
+	}
+	out, err := appendPyJSON(nil, v)
+	if err != nil {
+		return nil, fmt.Sprintf("parameter '%s' holds %v", name, err)
+	}
+	return out, ""
+}
+
+// longJSONInteger reports an integer past the digit limit in JSON text.
+func longJSONInteger(value string) (int, bool) {
+	n, ok := jsonscan.FirstOdd([]byte(value), jsonscan.LongInteger)
+	if !ok {
+		return 0, false
+	}
+	return len(strings.TrimPrefix(value[n.Start:n.End], "-")), true
 }
 
 // jsonProblem describes a JSON decoding error with its offset in the value.

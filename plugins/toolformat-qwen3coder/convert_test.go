@@ -3,6 +3,7 @@ package qwen3coder
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -13,7 +14,8 @@ func TestIndexSchema(t *testing.T) {
 		want   schemaIndex
 	}{
 		{"usual", `{"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}`, schemaIndex{"a": classInteger, "b": classString}},
-		{"no properties: the parameters object itself", `{"type": "object", "q": {"type": "number"}}`, schemaIndex{"type": classString, "q": classNumber}},
+		{"no properties: every value a string", `{"type": "object", "q": {"type": "number"}}`, nil},
+		{"anyOf without a type", `{"properties": {"a": {"anyOf": [{"type": "integer"}, {"type": "null"}]}, "b": {"anyOf": null, "type": "integer"}, "c": {"oneOf": []}}}`, schemaIndex{"a": classAnyOf, "b": classInteger, "c": classString}},
 		{"boolean schema", `{"properties": {"a": true}}`, schemaIndex{"a": classString}},
 		{"null schema", `{"properties": {"a": null}}`, schemaIndex{"a": classString}},
 		{"no type", `{"properties": {"a": {"description": "x"}}}`, schemaIndex{"a": classString}},
@@ -39,7 +41,8 @@ func TestIndexSchema(t *testing.T) {
 }
 
 func TestConvert(t *testing.T) {
-	idx := schemaIndex{"s": classString, "i": classInteger, "n": classNumber, "b": classBoolean, "c": classContainer, "x": classOther}
+	idx := schemaIndex{"s": classString, "i": classInteger, "n": classNumber, "b": classBoolean, "c": classContainer, "x": classOther, "y": classAnyOf}
+	long := strings.Repeat("9", 4301)
 	tests := []struct {
 		param, value, want, reason string
 	}{
@@ -49,7 +52,19 @@ func TestConvert(t *testing.T) {
 		{"unknown", "5", `"5"`, ""},
 		{"i", "-0012", `-12`, ""},
 		{"i", "١٢", `12`, ""},
-		{"i", "none", `null`, ""},
+		{"i", "none", ``, "parameter 'i' is not an integer: 'none'; write null for no value"},
+		{"i", long, ``, "parameter 'i' has 4301 digits, more than the 4300 that Python's int() reads"},
+		{"i", long[:4300], long[:4300], ""},
+		{"b", "None", ``, "parameter 'b' is not a boolean (write true or false): 'None'; write null for no value"},
+		{"c", "None", `null`, ""},
+		{"c", `{"a": ` + long + `}`, ``, "parameter 'c' holds an integer of 4301 digits, more than the 4300 that Python reads"},
+		{"c", `[1e400]`, ``, "parameter 'c' holds NaN or Infinity (or a number too large for a double), which JSON cannot carry; write a finite number, null or a string"},
+		{"y", "5", `5`, ""},
+		{"y", "None", `null`, ""},
+		{"y", "hello", `"hello"`, ""},
+		{"y", `{"a": NaN}`, ``, "parameter 'y' holds NaN or Infinity (or a number too large for a double), which JSON cannot carry; write a finite number, null or a string"},
+		{"y", long, `"` + long + `"`, ""},
+		{"y", "{1, 2}", ``, "parameter 'y' holds a Python set, which JSON cannot carry"},
 		{"i", "1.5", ``, "parameter 'i' is not an integer: '1.5'"},
 		{"n", "1e400", ``, "parameter 'n' is not a finite number: '1e400'"},
 		{"n", "-2.50", `-2.5`, ""},
@@ -60,12 +75,14 @@ func TestConvert(t *testing.T) {
 		{"b", " true", ``, "parameter 'b' is not a boolean (write true or false): ' true'"},
 		{"c", `{"a": [1, 2.50]}`, `{"a":[1,2.50]}`, ""},
 		{"c", `{'a': (1, None), 'b': 1e16}`, `{"a":[1,null],"b":1e+16}`, ""},
-		{"c", `{"a": Infinity}`, ``, "parameter 'c' holds NaN or Infinity, which JSON cannot carry; write a finite number, null or a string"},
+		{"c", `{"a": Infinity}`, ``, "parameter 'c' holds NaN or Infinity (or a number too large for a double), which JSON cannot carry; write a finite number, null or a string"},
 		{"c", `[1, 2`, ``, "parameter 'c' is not valid JSON: it ends at offset 5 before the value is complete"},
 		{"c", `{1: 2j}`, ``, "parameter 'c' holds a Python complex, which JSON cannot carry"},
 		{"x", `123`, `123`, ""},
 		{"x", `hello`, `"hello"`, ""},
-		{"x", `{1, 2}`, `"{1, 2}"`, ""},
+		{"x", `{1, 2}`, ``, "parameter 'x' holds a Python set, which JSON cannot carry"},
+		{"x", `1e400`, ``, "parameter 'x' holds a NaN or infinite number, which JSON cannot carry"},
+		{"x", long, `"` + long + `"`, ""},
 		{"x", `'<b>'`, `"<b>"`, ""},
 	}
 	for _, tc := range tests {

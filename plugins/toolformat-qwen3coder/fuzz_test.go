@@ -25,6 +25,8 @@ var hostileReplies = []string{
 	"<function=typed><parameter=x>" + strings.Repeat("(", 100000),
 	"<function=typed><parameter=x>" + strings.Repeat("-", 100000) + "1",
 	"<function=typed><parameter=i>" + strings.Repeat("1_", 100000) + "1",
+	strings.Repeat("<function=a", 50000) + "<think>",
+	strings.Repeat("<tool_call><function=a>", 50000) + "<think>",
 	strings.Repeat("<think>", 50000) + strings.Repeat("</think>", 50000),
 }
 
@@ -39,9 +41,10 @@ func typedTools(t testing.TB) []toolformat.Tool {
 // unparsed call, and every call is a named JSON object.
 func checkInvariants(t *testing.T, reply string, p toolformat.Parsed) {
 	t.Helper()
-	trimmed := toolformat.TrimReply(reply)
-	if !strings.HasPrefix(trimmed, p.Content) {
-		t.Fatalf("content %q is not the start of the reply %q", p.Content, trimmed)
+	split := toolformat.SplitReply(reply)
+	trimmed := split.Before + "\x00" + split.Content // where calls are read
+	if !strings.HasPrefix(split.Content, p.Content) {
+		t.Fatalf("content %q is not the start of the reply's content %q", p.Content, split.Content)
 	}
 	opens := strings.Contains(trimmed, blockOpen) || strings.Contains(trimmed, funcOpen)
 	if opens != (len(p.Calls)+len(p.Unparsed) > 0) {

@@ -9,13 +9,12 @@ import (
 )
 
 const (
-	blockOpen   = "<tool_call>"
-	blockClose  = "</tool_call>"
-	funcOpen    = "<function="
-	funcClose   = "</function>"
-	paramOpen   = "<parameter="
-	paramClose  = "</parameter>"
-	badNameRune = "{}<>\"' \t\n\r"
+	blockOpen  = "<tool_call>"
+	blockClose = "</tool_call>"
+	funcOpen   = "<function="
+	funcClose  = "</function>"
+	paramOpen  = "<parameter="
+	paramClose = "</parameter>"
 )
 
 // span is a half-open byte range of the reply.
@@ -25,7 +24,24 @@ type span struct{ start, end int }
 // what vLLM's regex captures inside it.
 type block struct{ raw, body span }
 
-// parse reads a reply that TrimReply has already cleaned.
+// unreadBefore reports each call in the text before <think>, which vLLM
+// drops unread: every <tool_call> block and every <function= outside one.
+func unreadBefore(before string) []toolformat.Unparsed {
+	if !strings.Contains(before, blockOpen) && !strings.Contains(before, funcOpen) {
+		return nil
+	}
+	r := newReader(before, nil, "")
+	prevEnd := 0
+	for _, b := range findBlocks(before) {
+		r.strayFunctions(span{prevEnd, b.raw.start}, toolformat.BeforeThinkReason)
+		r.unparsed(b.raw, toolformat.BeforeThinkReason)
+		prevEnd = b.raw.end
+	}
+	r.strayFunctions(span{prevEnd, len(before)}, toolformat.BeforeThinkReason)
+	return r.out.Unparsed
+}
+
+// parse reads the content of a reply (toolformat.SplitReply).
 func parse(text string, tools []toolformat.Tool) toolformat.Parsed {
 	firstBlock := strings.Index(text, blockOpen)
 	firstFunc := strings.Index(text, funcOpen)
@@ -48,7 +64,7 @@ func parse(text string, tools []toolformat.Tool) toolformat.Parsed {
 	}
 	prevEnd := 0
 	for _, b := range blocks {
-		r.strayFunctions(span{prevEnd, b.raw.start})
+		r.strayFunctions(span{prevEnd, b.raw.start}, strayReason)
 		if !r.readFunctions(b.body) {
 			reason := "the <tool_call> holds no <function=NAME>: write <tool_call>\n<function=NAME>\n<parameter=P>\nvalue\n</parameter>\n</function>\n</tool_call>"
 			if strings.HasPrefix(strings.TrimSpace(text[b.body.start:b.body.end]), "{") {
@@ -58,7 +74,7 @@ func parse(text string, tools []toolformat.Tool) toolformat.Parsed {
 		}
 		prevEnd = b.raw.end
 	}
-	r.strayFunctions(span{prevEnd, len(text)})
+	r.strayFunctions(span{prevEnd, len(text)}, strayReason)
 	return r.out
 }
 
@@ -136,19 +152,28 @@ func (r *reader) unparsed(s span, reason string) {
 	r.out.Unparsed = append(r.out.Unparsed, toolformat.Unparsed{Text: r.text[s.start:s.end], Reason: reason})
 }
 
-// strayFunctions reports each <function= outside the <tool_call> blocks.
-// vLLM drops them silently when the reply has blocks.
-func (r *reader) strayFunctions(gap span) {
+// strayReason is why a <function= outside the blocks is not read: vLLM
+// drops it silently when the reply has blocks.
+const strayReason = "this <function=...> is outside <tool_call></tool_call> and was not read: put each call inside <tool_call></tool_call>"
+
+// strayFunctions reports each <function= in gap (text outside the
+// <tool_call> blocks) as unparsed with reason.
+func (r *reader) strayFunctions(gap span, reason string) {
 	for pos := gap.start; ; {
 		start := r.funcOpen.next(pos, gap.end)
 		if start < 0 {
 			return
 		}
+		// It runs to its </function>, or up to the next <function= when
+		// that comes first, so each stray function is reported on its own.
 		end := gap.end
-		if j := r.funcClose.next(start, gap.end); j >= 0 {
+		if j := r.funcOpen.next(start+len(funcOpen), gap.end); j >= 0 {
+			end = j
+		}
+		if j := r.funcClose.next(start, end); j >= 0 {
 			end = j + len(funcClose)
 		}
-		r.unparsed(span{start, end}, "this <function=...> is outside <tool_call></tool_call> and was not read: put each call inside <tool_call></tool_call>")
+		r.unparsed(span{start, end}, reason)
 		pos = end
 	}
 }
@@ -305,6 +330,10 @@ func (r *reader) scanParams(s span) ([]param, int) {
 	}
 }
 
+// badName checks a function name. vLLM takes the text up to the first
+// '>' as the name, whatever it is; a name holding '<' or a newline is the
+// sign of a missing '>' (the name swallowed what follows it), and an
+// empty name calls no tool.
 func badName(name string) string {
 	if name == "" {
 		return "the function name is empty: write <function=NAME>"
@@ -312,16 +341,12 @@ func badName(name string) string {
 	if strings.ContainsAny(name, "<\n") {
 		return "missing '>' after the function name: write <function=NAME>"
 	}
-	if strings.ContainsAny(name, badNameRune) {
-		return fmt.Sprintf("invalid function name %q: a name has no spaces, quotes, braces or angle brackets", name)
-	}
 	return ""
 }
 
+// badParamName checks a parameter name as badName does; an empty one is
+// read as vLLM reads it (the key "").
 func badParamName(name string) string {
-	if name == "" {
-		return "a <parameter=> has no name: write <parameter=NAME>"
-	}
 	if i := strings.IndexAny(name, "<\n"); i >= 0 {
 		return fmt.Sprintf("missing '>' after <parameter=%s: write <parameter=NAME>", name[:i])
 	}

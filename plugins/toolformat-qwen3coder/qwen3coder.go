@@ -10,7 +10,7 @@
 //	</tool_call>
 //
 // Values are typed by the tool's JSON Schema the way vLLM's `qwen3_coder`
-// tool parser types them. A call vLLM cannot read, or whose value cannot be
+// tool parser (main branch) types them, after its Qwen3 reasoning parser. A call vLLM cannot read, or whose value cannot be
 // read as its type, is returned as unparsed with the reason instead of
 // being dropped or passed on as a string (see docs/tool-formats.md).
 package qwen3coder
@@ -45,5 +45,10 @@ func (Plugin) Info() sdk.Info {
 // Parse reads the tool calls in a reply, typing each value by the schema
 // of the tool of that name in tools.
 func (Plugin) Parse(_ context.Context, text string, tools []toolformat.Tool) (toolformat.Parsed, error) {
-	return parse(toolformat.TrimReply(text), tools), nil
+	r := toolformat.SplitReply(text)
+	out := parse(r.Content, tools)
+	if lost := unreadBefore(r.Before); len(lost) > 0 {
+		out.Unparsed = append(lost, out.Unparsed...)
+	}
+	return out, nil
 }

@@ -2,13 +2,15 @@ module github.com/agentenv/agentenv/plugins/toolformattest
 
 go 1.26.0
 
-require github.com/agentenv/agentenv/sdk v0.0.0-00010101000000-000000000000
+require (
+	github.com/agentenv/agentenv/sdk v0.0.0-00010101000000-000000000000
+	github.com/hashicorp/go-hclog v1.6.3
+	github.com/hashicorp/go-plugin v1.8.0
+)
 
 require (
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
-	github.com/hashicorp/go-hclog v1.6.3 // indirect
-	github.com/hashicorp/go-plugin v1.8.0 // indirect
 	github.com/hashicorp/yamux v0.1.2 // indirect
 	github.com/mattn/go-colorable v0.1.12 // indirect
 	github.com/mattn/go-isatty v0.0.17 // indirect

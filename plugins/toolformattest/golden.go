@@ -137,8 +137,21 @@ func Check(t *testing.T, got toolformat.Parsed, c Case) {
 	}
 }
 
+// fitsGo reports whether every call's arguments decode into Go values.
+func fitsGo(c Case) bool {
+	for _, w := range c.Calls {
+		var v any
+		if json.Unmarshal(w.Arguments, &v) != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // Samples are the golden cases every call of which is read, as
-// conformance samples.
+// conformance samples. The conformance check decodes arguments into Go
+// values, so a case with a number past float64 (read exactly here) is
+// left out.
 func Samples(t testing.TB, format string) []sdktest.ToolFormatSample {
 	cases, sets := Cases(t, format)
 	var out []sdktest.ToolFormatSample
@@ -147,6 +160,9 @@ func Samples(t testing.TB, format string) []sdktest.ToolFormatSample {
 			continue
 		}
 		s := sdktest.ToolFormatSample{Text: c.Reply, Tools: sets[c.Tools]}
+		if !fitsGo(c) {
+			continue
+		}
 		for _, w := range c.Calls {
 			s.Want = append(s.Want, toolformat.Call{Name: w.Name, Arguments: w.Arguments})
 		}

@@ -1,8 +1,8 @@
 // Package policy plays the inbox tasks as a model would, in the
 // qwen3_coder tool-call format: a scripted policy that searches, reads and
 // answers each question with end_turn, and the two ways the SkyRL page's
-// model went wrong: answering in a plain reply instead of end_turn, and a
-// wrong answer.
+// model went wrong: answering in a plain reply instead of end_turn (which
+// ends the episode before the second question), and a wrong answer.
 //
 // The scripted policy knows which email answers each question (its
 // scripts below), never the answer itself: it reads that off the env's
@@ -24,8 +24,9 @@ type Shape string
 const (
 	// Scripted answers every question right, with end_turn.
 	Scripted Shape = "scripted"
-	// Reply answers every question right, in a plain reply without a tool
-	// call, as the SkyRL page's Qwen3.5-2B did.
+	// Reply answers the first question right, in a plain reply without a
+	// tool call, as the SkyRL page's Qwen3.5-2B did. That reply ends its
+	// turn and the turns after it, so the episode is over there.
 	Reply Shape = "reply"
 	// Wrong answers the first question wrongly (with end_turn), the second
 	// right.
@@ -150,6 +151,7 @@ type player struct {
 	turn  int    // the turn being played
 	phase int    // 0: nothing called yet; 1: searched; 2: the answer's source is in
 	last  string // the last tool answer read
+	ended bool   // a plain reply was sent: the episode is over
 }
 
 func (p *player) Reply(obs rollout.Observation) (string, error) {
@@ -162,6 +164,9 @@ func (p *player) Reply(obs rollout.Observation) (string, error) {
 
 // next decides the reply to obs.
 func (p *player) next(obs rollout.Observation) (Action, error) {
+	if p.ended {
+		return Action{}, fmt.Errorf("the episode goes on after a plain reply, which should have ended it (turn %d of %d)", p.turn, len(p.turns))
+	}
 	if p.turn >= len(p.turns) {
 		return Action{}, fmt.Errorf("the episode goes on after the script's %d turns", len(p.turns))
 	}
@@ -209,6 +214,7 @@ func (p *player) answer(t Turn) (Action, error) {
 	p.turn, p.phase = p.turn+1, 0
 	switch {
 	case p.shape == Reply:
+		p.ended = true
 		return Action{Value: "The answer is " + answer + "."}, nil
 	case p.shape == Wrong && first:
 		answer = WrongAnswer

@@ -70,9 +70,9 @@ func env(t *testing.T, box *mailbox.Mailbox) *mcp.ClientSession {
 	return cs
 }
 
-// play runs the policy's actions on the env and returns the two answers
-// and how many tool calls it made. A turn ends with end_turn or a plain
-// reply.
+// play runs the policy's actions on the env and returns its answers and
+// how many tool calls it made, as the server plays it: end_turn ends a
+// turn and asks the next question; a plain reply ends the episode.
 func play(t *testing.T, cs *mcp.ClientSession, shape Shape, tk task) ([]string, int) {
 	t.Helper()
 	p, err := New(shape)(rollout.Observation{TaskID: tk.id, Messages: []rollout.Message{{Role: "system", Content: "sys"}, {Role: "user", Content: tk.prompts[0]}}})
@@ -90,9 +90,12 @@ func play(t *testing.T, cs *mcp.ClientSession, shape Shape, tk task) ([]string, 
 		if err != nil {
 			t.Fatalf("%s: %v", tk.id, err)
 		}
-		if a.Tool == "" || a.Tool == "end_turn" {
+		if a.Tool == "" {
+			return append(answers, a.Value), calls
+		}
+		if a.Tool == "end_turn" {
 			answers = append(answers, a.Value)
-			obs = rollout.Observation{Messages: []rollout.Message{{Role: "user", Content: tk.prompts[1]}}}
+			obs = rollout.Observation{Messages: []rollout.Message{{Role: "tool", Content: tk.prompts[1]}}}
 			continue
 		}
 		calls++
@@ -151,11 +154,8 @@ func TestScriptsAnswerOnEverySeed(t *testing.T) {
 			if wrong[0] != WrongAnswer || wrong[1] != answers[1] || regexp.MustCompile(tk.patterns[0]).MatchString(WrongAnswer) {
 				t.Errorf("seed %d, %s: the wrong policy answered %q", seed, tk.id, wrong)
 			}
-			reply, _ := play(t, cs, Reply, tk)
-			for i := range reply {
-				if reply[i] != "The answer is "+answers[i]+"." {
-					t.Errorf("seed %d, %s: the reply policy answered %q", seed, tk.id, reply)
-				}
+			if reply, _ := play(t, cs, Reply, tk); len(reply) != 1 || reply[0] != "The answer is "+answers[0]+"." {
+				t.Errorf("seed %d, %s: the reply policy answered %q", seed, tk.id, reply)
 			}
 		}
 	}
@@ -187,6 +187,19 @@ func TestScriptRefusals(t *testing.T) {
 		if _, err := p.next(obs); err == nil {
 			t.Errorf("next(%+v) accepted it", obs.Messages)
 		}
+	}
+	// Asked for a reply after its plain reply (which ends the episode),
+	// the reply policy refuses rather than play a turn that never opens.
+	r := &player{shape: Reply, turns: scripts["spam"]}
+	if a, err := r.next(rollout.Observation{}); err != nil || a.Tool != "list_folders" {
+		t.Fatalf("first action %+v, %v", a, err)
+	}
+	a, err := r.next(rollout.Observation{Messages: []rollout.Message{{Role: "tool", Content: `[{"folder":"spam","emails":9}]`}}})
+	if err != nil || a != (Action{Value: "The answer is 9."}) {
+		t.Fatalf("the plain reply: %+v, %v", a, err)
+	}
+	if _, err := r.next(rollout.Observation{}); err == nil || !strings.Contains(err.Error(), "after a plain reply") {
+		t.Errorf("a step after the plain reply: %v", err)
 	}
 }
 

@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """Checks golden.json against a model of vLLM's own tool parsers.
 
-The model follows the semantics written down in
-shared/research/skyrl.md §6.4 (hermes, vLLM @ becf329) and §6.5
-(qwen3_coder, vLLM @ 0b13f93), run with CPython's real re, json, ast, int
-and float, so the regex and conversion corner cases are CPython's own.
+The model follows vLLM's main branch @ 239b5ff3 (2026-05-18):
+vllm/reasoning/qwen3_reasoning_parser.py, then
+vllm/tool_parsers/hermes_tool_parser.py or qwen3coder_tool_parser.py (with
+find_tool_properties from vllm/tool_parsers/utils.py), run with CPython's
+real re, json, ast, int and float, so the regex and conversion corner
+cases are CPython's own. plugins/toolformattest/vllmcheck/vllmcheck.py
+runs vLLM's own files on every golden vector and a generated corpus and
+checks that this model returns what they return on every one.
 
 For each golden case and format it computes what vLLM returns (content and
 calls) and checks it against the case: equal to the case's own expectation
@@ -21,9 +25,10 @@ import sys
 END_TOKENS = ("<|im_end|>", "<|endoftext|>")
 
 
-def trim_reply(text):
-    """The reply as vLLM's tool parser sees it: no end-of-turn tokens, and
-    content only (the qwen3 reasoning parser's split)."""
+def split_reply(text):
+    """The content vLLM's tool parser reads: the reply without its end
+    token (the detokenizer leaves it out), split by the Qwen3 reasoning
+    parser with thinking on when the reply holds <think> or </think>."""
     while True:
         stripped = text.rstrip()
         for tok in END_TOKENS:
@@ -32,21 +37,18 @@ def trim_reply(text):
                 break
         else:
             break
+    thinking = "<think>" in text or "</think>" in text
     before, sep, after = text.partition("<think>")
-    opened = bool(sep)
-    if opened:
-        text = after
+    text = after if sep else before
     if "</think>" in text:
         return text.partition("</think>")[2]
-    if not opened:
+    if not thinking:
         return text
     i = text.find("<tool_call>")
-    if i != -1 and re.match(r"<function[\s=]", text[i + len("<tool_call>"):].lstrip()):
-        return text[i:]
-    return ""
+    return text[i:] if i != -1 else ""
 
 
-# ---- hermes (§6.4) ----
+# ---- hermes ----
 HERMES_RE = re.compile(r"<tool_call>(.*?)</tool_call>|<tool_call>(.*)", re.DOTALL)
 
 
@@ -57,8 +59,6 @@ def hermes(text, tools):
         calls = []
         for m in HERMES_RE.findall(text):
             fc = json.loads(m[0] if m[0] else m[1])
-            if isinstance(fc["arguments"], str):
-                fc["arguments"] = json.loads(fc["arguments"])
             name = fc["name"]
             if not isinstance(name, str):  # pydantic rejects a non-str name
                 raise TypeError("name")
@@ -68,21 +68,17 @@ def hermes(text, tools):
         return text, []
 
 
-# ---- qwen3_coder (§6.5) ----
+# ---- qwen3_coder ----
 BLOCK_RE = re.compile(r"<tool_call>(.*?)</tool_call>|<tool_call>(.*?)$", re.DOTALL)
 FUNC_RE = re.compile(r"<function=(.*?)</function>|<function=(.*)$", re.DOTALL)
 PARAM_RE = re.compile(r"<parameter=(.*?)(?:</parameter>|(?=<parameter=)|(?=</function>)|$)", re.DOTALL)
 
 
 def arguments_config(name, tools):
+    """find_tool_properties: the first tool of that name's properties."""
     for t in tools:
         if t["name"] == name:
-            params = t.get("parameters")
-            if isinstance(params, dict) and "properties" in params:
-                return params["properties"]
-            if isinstance(params, dict):
-                return params
-            return {}
+            return (t.get("parameters") or {}).get("properties", {})
     return {}
 
 
@@ -92,7 +88,12 @@ def convert(value, pname, config):
     if pname not in config:
         return value
     schema = config[pname]
-    ptype = str(schema["type"]).strip().lower() if isinstance(schema, dict) and "type" in schema else "string"
+    if isinstance(schema, dict) and "type" in schema:
+        ptype = str(schema["type"]).strip().lower()
+    elif isinstance(schema, dict) and "anyOf" in schema:
+        ptype = "object"
+    else:
+        ptype = "string"
     if ptype in ("string", "str", "text", "varchar", "char", "enum"):
         return value
     if ptype.startswith(("int", "uint", "long", "short", "unsigned")):
@@ -133,7 +134,9 @@ def qwen3_coder(text, tools):
             return text, []
         calls = []
         for f in funcs:
-            gt = f.index(">")
+            gt = f.find(">")
+            if gt == -1:  # not a function call: dropped
+                continue
             name = f[:gt]
             config = arguments_config(name, tools)
             args = {}
@@ -146,6 +149,8 @@ def qwen3_coder(text, tools):
                     value = value[:-1]
                 args[m[:k]] = convert(value, m[:k], config)
             calls.append((name, json.dumps(args, ensure_ascii=False)))
+        if not calls:
+            return text, []
         i = text.find("<tool_call>")
         return text[: i if i >= 0 else text.find("<function=")], calls
     except Exception:
@@ -155,12 +160,17 @@ def qwen3_coder(text, tools):
 PARSERS = {"hermes": hermes, "qwen3_coder": qwen3_coder}
 
 
-def as_value(arguments):
-    """vLLM's arguments string as a value; text that is not JSON (NaN) stays text."""
+def as_call(name, arguments):
+    """A call as golden.json writes vLLM's: "arguments" as a JSON value, or
+    "arguments_text" for arguments that are not JSON (NaN, Infinity)."""
     try:
-        return json.loads(arguments, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+        return {"name": name, "arguments": json.loads(arguments, parse_constant=reject_constant)}
     except ValueError:
-        return arguments
+        return {"name": name, "arguments_text": arguments}
+
+
+def reject_constant(name):
+    raise ValueError(name)
 
 
 def main():
@@ -170,11 +180,11 @@ def main():
     for case in golden["cases"]:
         tools = golden["toolsets"][case.get("tools", "default")]
         for fmt in case["formats"]:
-            content, calls = PARSERS[fmt](trim_reply(case["reply"]), tools)
-            got = {"content": content or "", "calls": [{"name": n, "arguments": as_value(a)} for n, a in calls]}
+            content, calls = PARSERS[fmt](split_reply(case["reply"]), tools)
+            got = {"content": content or "", "calls": [as_call(n, a) for n, a in calls]}
             if "vllm" in case:
                 want = {"content": case["vllm"].get("content") or "",
-                        "calls": [{"name": c["name"], "arguments": c["arguments"]} for c in case["vllm"].get("calls", [])]}
+                        "calls": case["vllm"].get("calls", [])}
                 label = "vllm entry"
             else:
                 if case.get("unparsed"):

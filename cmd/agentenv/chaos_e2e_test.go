@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// childrenOf lists the pids whose parent is ppid and whose command line
+// holds every one of words.
+func childrenOf(ppid int, words ...string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(stat, ')')
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(ppid) {
+			continue
+		}
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		all := true
+		for _, w := range words {
+			all = all && bytes.Contains(cmdline, []byte(w))
+		}
+		if all {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// envsUnder lists live processes whose working directory is under dir:
+// the env processes of a server whose TMPDIR is dir.
+func envsUnder(dir string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd")
+		if err == nil && strings.HasPrefix(cwd, dir+"/") && alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// load keeps n clients playing GridSim days until stop is closed; failures
+// are expected (the test kills things under them) and ignored.
+func load(t *testing.T, addr string, n int, stop <-chan struct{}) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				conn, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/ws", nil)
+				if err != nil {
+					time.Sleep(50 * time.Millisecond)
+					continue
+				}
+				c := &e2eClient{t: t, conn: conn}
+				for {
+					select {
+					case <-stop:
+						conn.Close()
+						return
+					default:
+					}
+					if _, err := playIdleDay(c, (w*50+i)%200); err != nil {
+						break
+					}
+				}
+				conn.Close()
+			}
+		}()
+	}
+	return &wg
+}
+
+// Killing the sandbox plugin and the server under load, round after round,
+// leaves nothing behind once the server has started again: no env process,
+// no temp dir, no state file. And envs whose teardown hit a killed plugin
+// are torn down by the restarted plugin while the same server runs.
+func TestServeChaosKillsLeaveNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos rounds take a while")
+	}
+	state := t.TempDir()
+	tmp := t.TempDir() // the server's TMPDIR: every env's temp dir is under it
+	env := []string{"TMPDIR=" + tmp}
+	addr := freeAddr(t)
+	const rounds, clients = 3, 6
+	for round := range rounds {
+		s := startServe(t, gridsimBundle, addr, state, env, "--max-concurrent-envs", "8")
+		stop := make(chan struct{})
+		wg := load(t, addr, clients, stop)
+		time.Sleep(time.Second)
+		// Kill the sandbox plugin twice under load; the host restarts it.
+		for range 2 {
+			for _, pid := range childrenOf(s.cmd.Process.Pid, "plugin-serve", "sandbox-local") {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			time.Sleep(400 * time.Millisecond)
+		}
+		if round == 0 {
+			// The same server, no restart: stop the load and every env the
+			// killed plugin could not tear down goes through the new one.
+			close(stop)
+			wg.Wait()
+			deadline := time.Now().Add(30 * time.Second)
+			for len(envsUnder(tmp)) > 0 && time.Now().Before(deadline) {
+				time.Sleep(100 * time.Millisecond)
+			}
+			if left := envsUnder(tmp); len(left) > 0 {
+				t.Fatalf("round %d: env processes %v still run 30s after the load stopped, with the server up:\n%s", round, left, s.log)
+			}
+			s.signalAndWait(t, syscall.SIGKILL, 10*time.Second)
+			continue
+		}
+		time.Sleep(500 * time.Millisecond)
+		s.signalAndWait(t, syscall.SIGKILL, 10*time.Second)
+		close(stop)
+		wg.Wait()
+	}
+	if len(envsUnder(tmp)) == 0 {
+		t.Log("no env process outlived the killed servers this time (nothing for the restart to reap)")
+	}
+	final := startServe(t, gridsimBundle, addr, state, env)
+	if left := envsUnder(tmp); len(left) > 0 {
+		t.Errorf("env processes %v survived the restart", left)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(tmp, "agentenv-local-*"))
+	if len(dirs) > 0 {
+		t.Errorf("sandbox temp dirs left after the restart: %v", dirs)
+	}
+	if left := stateFiles(t, state); len(left) > 0 {
+		t.Errorf("state files left after the restart: %v", left)
+	}
+	if code := final.signalAndWait(t, syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d after SIGTERM:\n%s", code, final.log)
+	}
+}

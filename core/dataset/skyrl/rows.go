@@ -1,0 +1,102 @@
+package skyrl
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+)
+
+// EnvClass is the env_class of every row: the skyrl-gym env registered
+// by agent_env.training.skyrl.
+const EnvClass = "agentenv"
+
+// Row is one row of a split's parquet file, as SkyRL's PromptDataset
+// reads it: prompt and env_class are its own columns, every other column
+// reaches the env as an extra. Structs and lists only: Hugging Face
+// datasets cannot read MAP columns.
+type Row struct {
+	Prompt     []Message `parquet:"prompt,list"`
+	EnvClass   string    `parquet:"env_class"`
+	Episode    Episode   `parquet:"episode"`
+	Server     Server    `parquet:"server"`
+	DataSource string    `parquet:"data_source"`
+}
+
+// Episode is what the env plays: the task by split and index (and its
+// id, to check), and the tools the row's prompt offers.
+type Episode struct {
+	Split  string   `parquet:"split"`
+	Index  int64    `parquet:"index"`
+	TaskID string   `parquet:"task_id"`
+	Tools  []string `parquet:"tools,list"`
+}
+
+// Server is where and how the env plays it. TokenVar names the
+// environment variable holding the server's token (null: none); the
+// token itself is never written.
+type Server struct {
+	URL          string  `parquet:"url"`
+	TokenVar     *string `parquet:"token_var,optional"`
+	Attempts     int64   `parquet:"attempts"`
+	ResetTimeout int64   `parquet:"reset_timeout"` // seconds
+	ToolFormat   string  `parquet:"tool_format"`
+}
+
+// rowGroupRows bounds a row group, so readers (and this writer) hold
+// at most this many rows of a column in memory.
+const rowGroupRows = 1024
+
+// writeParquet writes rows to path through a temp file in the same
+// folder, renamed into place only once complete. It returns the temp
+// file's path for the caller to rename (so several files land together),
+// or removes it on error.
+func writeParquet(dir, name string, rows []Row) (tmp string, err error) {
+	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	if err != nil {
+		return "", fmt.Errorf("write %s: %w", name, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	w := parquet.NewGenericWriter[Row](f,
+		parquet.Compression(&zstd.Codec{}),
+		// Version 1 data pages: every reader reads them.
+		parquet.DataPageVersion(1),
+		parquet.MaxRowsPerRowGroup(rowGroupRows),
+		parquet.KeyValueMetadata("agentenv.rows", "skyrl/1"),
+	)
+	for start := 0; start < len(rows); start += rowGroupRows {
+		if _, err := w.Write(rows[start:min(len(rows), start+rowGroupRows)]); err != nil {
+			return "", fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return "", fmt.Errorf("write %s: %w", name, err)
+	}
+	// CreateTemp made it 0600; the rows are no secret.
+	if err := f.Chmod(0o644); err != nil {
+		return "", fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := f.Sync(); err != nil {
+		return "", fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("write %s: %w", name, err)
+	}
+	return f.Name(), nil
+}
+
+// ReadRows reads a split's parquet file back.
+func ReadRows(path string) ([]Row, error) {
+	rows, err := parquet.ReadFile[Row](path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", filepath.Base(path), err)
+	}
+	return rows, nil
+}

@@ -1,0 +1,391 @@
+package skyrl
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// TokenizerConfig is what a chat template needs from a model's
+// tokenizer_config.json (or chat_template.jinja): the template and the
+// special tokens transformers hands it. A token the model lacks is "".
+type TokenizerConfig struct {
+	ChatTemplate string
+	BOSToken     string
+	EOSToken     string
+	PadToken     string
+	UnkToken     string
+}
+
+// Message is one chat message of a prompt.
+type Message struct {
+	Role    string `json:"role" parquet:"role"`
+	Content string `json:"content" parquet:"content"`
+}
+
+// ChatTemplate is a model's chat template, rendered as transformers'
+// apply_chat_template renders it: trim_blocks and lstrip_blocks (the
+// engine's own defaults), tojson as json.dumps(ensure_ascii=False) with
+// keys in their order, raise_exception, strftime_now, the special tokens,
+// and tools/documents/add_generation_prompt as keyword arguments. It is
+// safe for concurrent use.
+type ChatTemplate struct {
+	tmpl    *jinja.Template
+	escText bool // the template's text holds \u2028 or \u2029
+	special map[string]jinja.Value
+	// Now is the clock strftime_now reads; nil is time.Now.
+	Now func() time.Time
+}
+
+// errRaised marks an error the template raised with raise_exception.
+var errRaised = errors.New("the chat template refused the prompt")
+
+// NewChatTemplate compiles cfg's template.
+func NewChatTemplate(cfg TokenizerConfig) (*ChatTemplate, error) {
+	if strings.TrimSpace(cfg.ChatTemplate) == "" {
+		return nil, errors.New("the tokenizer has no chat template (tokenizer_config.json's chat_template, or chat_template.jinja)")
+	}
+	if strings.Contains(cfg.ChatTemplate, holeStart) {
+		return nil, errors.New("the chat template holds U+E000, which the writer uses as a marker")
+	}
+	tmpl, err := jinja.Compile(cfg.ChatTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("compile the chat template: %w", err)
+	}
+	t := &ChatTemplate{tmpl: tmpl, escText: hasLineSepEscape(cfg.ChatTemplate), special: map[string]jinja.Value{}}
+	// transformers passes the special tokens the tokenizer has
+	// (special_tokens_map): a token it lacks is undefined, not "".
+	for name, tok := range map[string]string{"bos_token": cfg.BOSToken, "eos_token": cfg.EOSToken, "pad_token": cfg.PadToken, "unk_token": cfg.UnkToken} {
+		if tok != "" {
+			t.special[name] = jinja.NewString(tok)
+		}
+	}
+	return t, nil
+}
+
+// reservedKwargs are apply_chat_template's own arguments: Python refuses
+// a template keyword argument of the same name.
+var reservedKwargs = map[string]bool{"messages": true, "tools": true, "documents": true, "add_generation_prompt": true}
+
+// Kwargs is a parsed --chat-template-kwargs object.
+type Kwargs struct{ v *jsonValue }
+
+// ParseKwargs reads a JSON object of template keyword arguments, such as
+// SkyRL's generator.chat_template_kwargs ({"enable_thinking": false}).
+// "" is none.
+func ParseKwargs(raw string) (Kwargs, error) {
+	if strings.TrimSpace(raw) == "" {
+		return Kwargs{}, nil
+	}
+	v, err := parseJSONValue([]byte(raw), "chat template kwargs")
+	if err != nil {
+		return Kwargs{}, err
+	}
+	if !v.plain.IsDict() {
+		return Kwargs{}, fmt.Errorf("chat template kwargs: want a JSON object such as {\"enable_thinking\": false}, got %s", strings.TrimSpace(raw))
+	}
+	for _, k := range v.plain.AsDict().Keys {
+		if reservedKwargs[k] {
+			return Kwargs{}, fmt.Errorf("chat template kwargs: %q is apply_chat_template's own argument, not a template setting", k)
+		}
+	}
+	return Kwargs{v: v}, nil
+}
+
+// Tools is a parsed list of tools (OpenAI function schemas), kept in
+// their JSON key order as the template dumps them.
+type Tools struct {
+	v     *jsonValue
+	names []string
+}
+
+// ParseTools reads a JSON list of tools; what names it in errors.
+func ParseTools(raw []byte, what string) (Tools, error) {
+	v, err := parseJSONValue(raw, what)
+	if err != nil {
+		return Tools{}, err
+	}
+	if !v.plain.IsList() {
+		return Tools{}, fmt.Errorf("%s: want a JSON list of tools", what)
+	}
+	t := Tools{v: v}
+	for i, tool := range v.plain.AsList().Items {
+		name := ""
+		if tool.IsDict() {
+			f, _ := tool.AsDict().Get("function")
+			if !f.IsDict() { // a bare function schema, as some servers send
+				f = tool
+			}
+			if n, ok := f.AsDict().Get("name"); ok && n.IsString() {
+				name = n.AsString()
+			}
+		}
+		if name == "" {
+			return Tools{}, fmt.Errorf("%s[%d]: a tool without a function name", what, i)
+		}
+		t.names = append(t.names, name)
+	}
+	return t, nil
+}
+
+// Names returns the tools' function names in order.
+func (t Tools) Names() []string { return t.names }
+
+// Len is the number of tools.
+func (t Tools) Len() int { return len(t.names) }
+
+// Render renders messages as apply_chat_template(messages, tools=tools,
+// add_generation_prompt=addGen, **kwargs) does. tools with no value
+// passes tools=None.
+func (t *ChatTemplate) Render(messages []Message, tools Tools, addGen bool, kwargs Kwargs) (string, error) {
+	var parts []*jsonValue
+	if tools.v != nil {
+		parts = append(parts, tools.v)
+	}
+	if kwargs.v != nil {
+		parts = append(parts, kwargs.v)
+	}
+	out, err := t.render(messages, tools, addGen, kwargs, false)
+	if err != nil {
+		return "", err
+	}
+	holes := func(id string) (hole, bool) {
+		for _, p := range parts {
+			if h, ok := p.holes[id]; ok {
+				return h, true
+			}
+		}
+		return hole{}, false
+	}
+	nHoles := 0
+	for _, p := range parts {
+		nHoles += len(p.holes)
+	}
+	if nHoles > 0 {
+		marked, err := t.render(messages, tools, addGen, kwargs, true)
+		if err != nil {
+			return "", holeError(parts, err)
+		}
+		asGo, err := fillHoles(marked, holes, false)
+		if err != nil || asGo != out {
+			return "", holeError(parts, err)
+		}
+		if out, err = fillHoles(marked, holes, true); err != nil {
+			return "", holeError(parts, err)
+		}
+	}
+	lineSep, escText := false, t.escText
+	for _, m := range messages {
+		lineSep = lineSep || hasLineSep(m.Content) || hasLineSep(m.Role)
+		escText = escText || hasLineSepEscape(m.Content) || hasLineSepEscape(m.Role)
+	}
+	for _, p := range parts {
+		lineSep, escText = lineSep || p.lineSep, escText || p.escText
+	}
+	if lineSep {
+		// Go's tojson escapes U+2028 and U+2029, Python's writes them
+		// as they are: unescape, unless the text \u2028 could also be
+		// the prompt's own.
+		if escText {
+			return "", errors.New(`the prompt or its tools hold both the character U+2028 or U+2029 and the text \u2028 or \u2029, which the Go template engine cannot render as transformers does`)
+		}
+		out = strings.NewReplacer(`\u2028`, "\u2028", `\u2029`, "\u2029").Replace(out)
+	}
+	return out, nil
+}
+
+func holeError(parts []*jsonValue, err error) error {
+	var paths []string
+	for _, p := range parts {
+		for _, h := range p.holes {
+			paths = append(paths, fmt.Sprintf("%s (transformers prints %s, the Go template engine %s)", h.path, h.pyText, printedGo(h)))
+		}
+	}
+	sort.Strings(paths)
+	if len(paths) > 3 {
+		paths = append(paths[:3], fmt.Sprintf("and %d more", len(paths)-3))
+	}
+	msg := "the chat template does more with a number or null than print it, and the Go template engine would print it unlike transformers: " +
+		strings.Join(paths, ", ") + "; write such values as integers or strings in the tool's schema or the template kwargs"
+	if errors.Is(err, errRaised) {
+		return fmt.Errorf("%s (%w)", msg, err)
+	}
+	return errors.New(msg)
+}
+
+func printedGo(h hole) string {
+	if h.goText == "" {
+		return `""`
+	}
+	return h.goText
+}
+
+func (t *ChatTemplate) render(messages []Message, tools Tools, addGen bool, kwargs Kwargs, marked bool) (string, error) {
+	data := make(map[string]jinja.Value, 8+len(t.special))
+	for k, v := range t.special {
+		data[k] = v
+	}
+	msgs := make([]jinja.Value, len(messages))
+	for i, m := range messages {
+		d := jinja.NewDict()
+		d.AsDict().Set("role", jinja.NewString(m.Role))
+		d.AsDict().Set("content", jinja.NewString(m.Content))
+		msgs[i] = d
+	}
+	data["messages"] = jinja.NewList(msgs)
+	data["tools"] = jinja.None()
+	if tools.v != nil {
+		data["tools"] = copyValue(pick(tools.v, marked))
+	}
+	data["documents"] = jinja.None()
+	data["add_generation_prompt"] = jinja.NewBool(addGen)
+	data["raise_exception"] = jinja.NewCallable("raise_exception", raiseException)
+	data["strftime_now"] = jinja.NewCallable("strftime_now", t.strftimeNow)
+	if kwargs.v != nil {
+		kw := pick(kwargs.v, marked).AsDict()
+		for _, k := range kw.Keys {
+			data[k] = copyValue(kw.Data[k])
+		}
+	}
+	out, err := t.tmpl.RenderValues(data)
+	if err != nil {
+		if errors.Is(err, errRaised) {
+			return "", err
+		}
+		return "", fmt.Errorf("render the chat template: %w", err)
+	}
+	return out, nil
+}
+
+func pick(v *jsonValue, marked bool) jinja.Value {
+	if marked {
+		return v.marked
+	}
+	return v.plain
+}
+
+// copyValue copies lists and dicts, so that a template that changes its
+// data (list.append; transformers' sandbox forbids it, this engine does
+// not) cannot change the tools other renders share.
+func copyValue(v jinja.Value) jinja.Value {
+	switch {
+	case v.IsList():
+		items := make([]jinja.Value, len(v.AsList().Items))
+		for i, it := range v.AsList().Items {
+			items[i] = copyValue(it)
+		}
+		return jinja.NewList(items)
+	case v.IsDict():
+		src := v.AsDict()
+		d := jinja.NewDict()
+		dst := d.AsDict()
+		dst.Keys = make([]string, len(src.Keys))
+		copy(dst.Keys, src.Keys)
+		dst.Data = make(map[string]jinja.Value, len(src.Data))
+		for k, it := range src.Data {
+			dst.Data[k] = copyValue(it)
+		}
+		return d
+	}
+	return v
+}
+
+func raiseException(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	msg := ""
+	if len(args) > 0 {
+		msg = args[0].String()
+		if args[0].IsString() {
+			msg = args[0].AsString()
+		}
+	}
+	return jinja.Undefined(), fmt.Errorf("%w: %s", errRaised, msg)
+}
+
+// strftimeNow is transformers' strftime_now(format): the local time in
+// Python's strftime format.
+func (t *ChatTemplate) strftimeNow(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 1 || !args[0].IsString() {
+		return jinja.Undefined(), errors.New("strftime_now takes one format string")
+	}
+	now := time.Now()
+	if t.Now != nil {
+		now = t.Now()
+	}
+	s, err := strftime(now, args[0].AsString())
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	return jinja.NewString(s), nil
+}
+
+// strftime formats tm as Python's (C locale) strftime does for the
+// directives chat templates use.
+func strftime(tm time.Time, format string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(format); i++ {
+		c := format[i]
+		if c != '%' || i+1 == len(format) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		pad := true // %-d (glibc): no leading zero
+		if format[i] == '-' && i+1 < len(format) {
+			pad, i = false, i+1
+		}
+		num := func(n, width int) {
+			if pad {
+				fmt.Fprintf(&b, "%0*d", width, n)
+			} else {
+				fmt.Fprintf(&b, "%d", n)
+			}
+		}
+		switch format[i] {
+		case 'Y':
+			fmt.Fprintf(&b, "%d", tm.Year())
+		case 'y':
+			num(tm.Year()%100, 2)
+		case 'm':
+			num(int(tm.Month()), 2)
+		case 'd':
+			num(tm.Day(), 2)
+		case 'e':
+			fmt.Fprintf(&b, "%2d", tm.Day())
+		case 'j':
+			num(tm.YearDay(), 3)
+		case 'H':
+			num(tm.Hour(), 2)
+		case 'I':
+			num((tm.Hour()+11)%12+1, 2)
+		case 'M':
+			num(tm.Minute(), 2)
+		case 'S':
+			num(tm.Second(), 2)
+		case 'p':
+			b.WriteString(tm.Format("PM"))
+		case 'B':
+			b.WriteString(tm.Month().String())
+		case 'b', 'h':
+			b.WriteString(tm.Month().String()[:3])
+		case 'A':
+			b.WriteString(tm.Weekday().String())
+		case 'a':
+			b.WriteString(tm.Weekday().String()[:3])
+		case 'w':
+			fmt.Fprintf(&b, "%d", int(tm.Weekday()))
+		case 'Z':
+			b.WriteString(tm.Format("MST"))
+		case 'z':
+			b.WriteString(tm.Format("-0700"))
+		case '%':
+			b.WriteByte('%')
+		default:
+			return "", fmt.Errorf("strftime_now: the directive %%%c is not supported", format[i])
+		}
+	}
+	return b.String(), nil
+}
