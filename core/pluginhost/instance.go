@@ -163,7 +163,7 @@ func (h *Host) start(ctx context.Context, c candidate, passEnv []string, probe b
 	if err != nil {
 		return fail(fmt.Errorf("Info call failed: %w", err))
 	}
-	if info.Kind != c.kind || !sameName(info.Name, c.name) {
+	if info.Kind != c.kind || info.Name != c.name {
 		return fail(fmt.Errorf("its Info says it is %s-%s, but it was found as %s", info.Kind, info.Name, c.id()))
 	}
 	in.info = info
@@ -171,14 +171,6 @@ func (h *Host) start(ctx context.Context, c candidate, passEnv []string, probe b
 		return fail(err)
 	}
 	return in, nil
-}
-
-// sameName compares a plugin's Info name with the one in its file name,
-// ignoring '_' and '-': Info may use a format's own spelling (qwen3_coder)
-// where the binary is agentenv-toolformat-qwen3coder.
-func sameName(info, file string) bool {
-	fold := strings.NewReplacer("_", "", "-", "")
-	return fold.Replace(info) == fold.Replace(file)
 }
 
 // PassEnvKey is the configuration key through which a plugin's config
