@@ -91,11 +91,11 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 	logPath := filepath.Join(root, envLog)
 	environ := buildEnviron(cfg.PassEnv, spec, port, work, tmp, id)
 	st := &state{
-		handle:   handle{Port: port, Root: root},
-		ID:       id, Env: spec.Env,
+		handle: handle{Port: port, Root: root},
+		ID:     id, Env: spec.Env,
 		Endpoint: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		Labels:   copyLabels(spec.Labels), Started: time.Now().UTC(),
-		WorkDir:  work, EnvDir: spec.Dir, Environ: environ,
+		WorkDir: work, EnvDir: spec.Dir, Environ: environ,
 	}
 	pr := &proc{done: make(chan struct{})}
 	p.mu.Lock()
