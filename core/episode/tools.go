@@ -14,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/agentenv/agentenv/core/bundle"
+	"github.com/agentenv/agentenv/sdk/sandbox"
 )
 
 // endTurnSchema is the arguments schema of end_turn.
@@ -269,7 +270,7 @@ func (e *Engine) Tools(ctx context.Context, toolset string) ([]Tool, error) {
 }
 
 func (e *Engine) listToolset(ctx context.Context, ts *bundle.Toolset) (tools []Tool, err error) {
-	labels := map[string]string{"agentenv.episode": "toolset-" + ts.ID, "agentenv.task": ts.Task.ID}
+	labels := map[string]string{sandbox.LabelEpisode: "toolset-" + ts.ID, sandbox.LabelTask: ts.Task.ID}
 	var envs []*liveEnv
 	defer func() {
 		if terr := <-e.retire(envs).done; terr != nil {
