@@ -18,7 +18,7 @@ type fileSpec struct {
 	AddedTokens  []addedTokenSpec `json:"added_tokens"`
 	Normalizer   json.RawMessage  `json:"normalizer"`
 	PreTokenizer json.RawMessage  `json:"pre_tokenizer"`
-	Model        json.RawMessage  `json:"model"`
+	Model        *modelSpec       `json:"model"`
 }
 
 type addedTokenSpec struct {
@@ -74,7 +74,7 @@ func build(spec *fileSpec) (*Tokenizer, error) {
 	if spec.Version != "" && spec.Version != "1.0" {
 		return nil, fmt.Errorf("tokenizer.json version %q is not supported (want 1.0)", spec.Version)
 	}
-	if isNull(spec.Model) {
+	if spec.Model == nil {
 		return nil, fmt.Errorf("tokenizer.json has no model")
 	}
 	model, err := buildModel(spec.Model)
@@ -94,29 +94,16 @@ func build(spec *fileSpec) (*Tokenizer, error) {
 			"(Qwen2/Qwen3, Llama-3, GPT-2 style) are supported")
 	}
 	t := &Tokenizer{model: model, normalize: normalize, steps: steps, addedContent: map[int]string{}}
+	toks := addedIDs(spec.AddedTokens, spec.Model.Vocab)
 	var plain, normalized []addedToken
-	for _, a := range spec.AddedTokens {
-		if a.Content == "" {
-			continue
-		}
-		id := a.ID
-		if raw, ok := fromByteLevel(a.Content); ok {
-			// HF gives an added token that is already in the vocabulary the vocabulary's id.
-			if v, found := model.vocab[raw]; found && model.vocabText[v] == a.Content {
-				id = int(v)
-			}
-		}
-		at := addedToken{id: id, content: a.Content, special: a.Special, singleWord: a.SingleWord,
-			lstrip: a.Lstrip, rstrip: a.Rstrip, normalized: a.Normalized}
-		if a.Normalized {
+	for _, at := range toks {
+		if at.normalized {
 			normalized = append(normalized, at)
 		} else {
 			plain = append(plain, at)
 		}
-		t.addedContent[id] = a.Content
-		if id >= t.size {
-			t.size = id + 1
-		}
+		t.addedContent[at.id] = at.content
+		t.size = max(t.size, at.id+1)
 	}
 	t.added = newAddedMatcher(plain, func(a addedToken) string { return a.content })
 	t.addedNormalized = newAddedMatcher(normalized, func(a addedToken) string {
@@ -131,11 +118,57 @@ func build(spec *fileSpec) (*Tokenizer, error) {
 	return t, nil
 }
 
-func buildModel(raw json.RawMessage) (*bpe, error) {
-	var ms modelSpec
-	if err := json.Unmarshal(raw, &ms); err != nil {
-		return nil, fmt.Errorf("reading the model: %w", err)
+// modelType reads only the model's type, to name an unsupported model whose
+// vocab does not even decode as BPE's.
+func modelType(data []byte) string {
+	var v struct {
+		Model struct {
+			Type string `json:"type"`
+		} `json:"model"`
 	}
+	_ = json.Unmarshal(data, &v)
+	return v.Model.Type
+}
+
+// addedIDs gives each added token the id HF's tokenizers gives it, which is
+// not always the id the file writes: a token already in the vocabulary takes
+// the vocabulary's id, and any other the next id after the vocabulary (the
+// number of its entries) and the added tokens so far. The same text listed
+// twice is one token with the later flags.
+func addedIDs(specs []addedTokenSpec, vocab map[string]int) []addedToken {
+	ids := map[string]int{}
+	var order []string
+	flags := map[string]addedTokenSpec{}
+	maxID := -1
+	for _, a := range specs {
+		if a.Content == "" {
+			continue
+		}
+		id, seen := ids[a.Content]
+		if !seen {
+			if v, ok := vocab[a.Content]; ok {
+				id = v
+			} else if maxID < 0 || (maxID < len(vocab) && len(vocab) > 0) {
+				id = len(vocab)
+			} else {
+				id = maxID + 1
+			}
+			ids[a.Content] = id
+			order = append(order, a.Content)
+		}
+		maxID = max(maxID, id)
+		flags[a.Content] = a
+	}
+	toks := make([]addedToken, 0, len(order))
+	for _, c := range order {
+		a := flags[c]
+		toks = append(toks, addedToken{id: ids[c], content: c, special: a.Special, singleWord: a.SingleWord,
+			lstrip: a.Lstrip, rstrip: a.Rstrip, normalized: a.Normalized})
+	}
+	return toks
+}
+
+func buildModel(ms *modelSpec) (*bpe, error) {
 	if ms.Type != "BPE" {
 		return nil, unsupported("model type", ms.Type, "BPE")
 	}
@@ -154,12 +187,35 @@ func buildModel(raw json.RawMessage) (*bpe, error) {
 	if len(ms.Vocab) == 0 {
 		return nil, fmt.Errorf("the BPE vocab is empty")
 	}
-	m := &bpe{vocab: make(map[string]int32, len(ms.Vocab)), merges: map[uint64]uint64{},
-		ignoreMerges: ms.IgnoreMerges, unk: -1, fuseUnk: ms.FuseUnk, cache: newWordCache()}
+	if ms.Merges == nil {
+		return nil, fmt.Errorf("the BPE model has no merges")
+	}
+	m := &bpe{vocab: make(map[string]int32, len(ms.Vocab)), ignoreMerges: ms.IgnoreMerges, unk: -1,
+		fuseUnk: ms.FuseUnk, cache: newWordCache()}
+	// The merges are read while the vocabulary is turned into bytes: the
+	// two halves of loading a 150k-token file take about as long each.
+	var mergeErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.merges, mergeErr = buildMerges(*ms.Merges, ms.Vocab)
+	}()
+	err := m.readVocab(ms)
+	<-done
+	if err != nil {
+		return nil, err
+	}
+	if mergeErr != nil {
+		return nil, mergeErr
+	}
+	return m, nil
+}
+
+func (m *bpe) readVocab(ms *modelSpec) error {
 	maxID := 0
 	for tok, id := range ms.Vocab {
 		if id < 0 || id > 1<<30 {
-			return nil, fmt.Errorf("vocab entry %q has id %d, out of range", tok, id)
+			return fmt.Errorf("vocab entry %q has id %d, out of range", tok, id)
 		}
 		maxID = max(maxID, id)
 	}
@@ -181,21 +237,24 @@ func buildModel(raw json.RawMessage) (*bpe, error) {
 	if ms.UnkToken != nil {
 		id, ok := ms.Vocab[*ms.UnkToken]
 		if !ok {
-			return nil, fmt.Errorf("unk_token %q is not in the vocab", *ms.UnkToken)
+			return fmt.Errorf("unk_token %q is not in the vocab", *ms.UnkToken)
 		}
 		m.unk = int32(id)
 	}
-	if ms.Merges == nil {
-		return nil, fmt.Errorf("the BPE model has no merges")
-	}
-	pairs, err := readMerges(*ms.Merges)
+	return nil
+}
+
+// buildMerges maps each pair of ids to its rank and the id of the merged token.
+func buildMerges(raw json.RawMessage, vocab map[string]int) (map[uint64]uint64, error) {
+	pairs, err := readMerges(raw)
 	if err != nil {
 		return nil, err
 	}
+	merges := make(map[uint64]uint64, len(pairs))
 	for rank, p := range pairs {
-		a, okA := ms.Vocab[p[0]]
-		b, okB := ms.Vocab[p[1]]
-		c, okC := ms.Vocab[p[0]+p[1]]
+		a, okA := vocab[p[0]]
+		b, okB := vocab[p[1]]
+		c, okC := vocab[p[0]+p[1]]
 		switch {
 		case !okA:
 			return nil, fmt.Errorf("merge %d (%q %q): %q is not in the vocab", rank+1, p[0], p[1], p[0])
@@ -204,9 +263,9 @@ func buildModel(raw json.RawMessage) (*bpe, error) {
 		case !okC:
 			return nil, fmt.Errorf("merge %d (%q %q): the merged token %q is not in the vocab", rank+1, p[0], p[1], p[0]+p[1])
 		}
-		m.merges[pairKey(int32(a), int32(b))] = mergeVal(rank, int32(c)) // a repeated pair: the later rank wins, as in HF
+		merges[pairKey(int32(a), int32(b))] = mergeVal(rank, int32(c)) // a repeated pair: the later rank wins, as in HF
 	}
-	return m, nil
+	return merges, nil
 }
 
 // readMerges reads both forms HF writes: [["a","b"],...] and ["a b",...].

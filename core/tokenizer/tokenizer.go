@@ -38,7 +38,10 @@ type Tokenizer struct {
 func FromJSON(data []byte) (*Tokenizer, error) {
 	var spec fileSpec
 	if err := json.Unmarshal(data, &spec); err != nil {
-		return nil, fmt.Errorf("tokenizer.json is not valid JSON: %w", err)
+		if typ := modelType(data); typ != "" && typ != "BPE" {
+			return nil, fmt.Errorf("tokenizer.json: %w", unsupported("model type", typ, "BPE"))
+		}
+		return nil, fmt.Errorf("tokenizer.json is not a tokenizer file HF's tokenizers would read: %w", err)
 	}
 	t, err := build(&spec)
 	if err != nil {

@@ -1,6 +1,8 @@
 // Regenerates expected/<model>.json: the token ids Hugging Face's tokenizers
 // give for strings.json plus seeded random strings, on the real tokenizer.json
-// of each model. The ids come from `tokenizers` (HF's Rust library, the one
+// of each model; and expected/variants.json: the ids for variants.json's
+// texts on small tokenizers built from the Qwen3 file with one component
+// changed each (smallTokenizer; tokenizer_test.go builds the same). The ids come from `tokenizers` (HF's Rust library, the one
 // transformers uses, through its Node binding); `@huggingface/tokenizers`
 // (the JS port) is run too and any disagreement is recorded and printed.
 //
@@ -52,6 +54,46 @@ function randomStrings(n) {
   return out;
 }
 
+// The byte-level alphabet (GPT-2's bytes_to_unicode).
+const byteChars = [];
+for (let b = 0, n = 0; b < 256; b++) {
+  const printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+  byteChars.push(String.fromCodePoint(printable ? b : 256 + n++));
+}
+
+// smallTokenizer: the 256 byte tokens and the first `merges` merges of the
+// Qwen3 file (with their ids), less any token holding a dropped byte, with
+// the variant's components in place of Qwen3's.
+function smallTokenizer(base, v, merges = 8000) {
+  const dropped = new Set((v.drop_bytes ?? []).map((b) => byteChars[b]));
+  const ok = (tok) => !Array.from(tok).some((c) => dropped.has(c));
+  const vocab = {};
+  for (const c of byteChars) if (ok(c)) vocab[c] = base.model.vocab[c];
+  const kept = [];
+  for (const [a, b] of base.model.merges.slice(0, merges)) {
+    if (vocab[a] === undefined || vocab[b] === undefined || !ok(a + b)) continue;
+    kept.push([a, b]);
+    vocab[a + b] = base.model.vocab[a + b];
+  }
+  const t = structuredClone({ ...base, model: undefined });
+  t.model = { ...base.model, vocab, merges: kept, ...(v.model ?? {}) };
+  for (const k of ["normalizer", "pre_tokenizer", "added_tokens"]) if (k in v) t[k] = v[k];
+  return t;
+}
+
+// One case per line: the files stay small and diffs stay readable.
+function format(doc) {
+  const lines = (cases) => "[\n" + cases.map((c) => "  " + JSON.stringify(c)).join(",\n") + "\n ]";
+  const body = Object.entries(doc).map(([k, v]) => {
+    if (k === "cases") return ` "cases": ${lines(v)}`;
+    if (k === "variants") {
+      return ` "variants": [\n` + v.map((x) => `  {"name": ${JSON.stringify(x.name)}, "cases": ${lines(x.cases)}}`).join(",\n") + "\n ]";
+    }
+    return ` ${JSON.stringify(k)}: ${JSON.stringify(v)}`;
+  });
+  return "{\n" + body.join(",\n") + "\n}\n";
+}
+
 const texts = [...JSON.parse(fs.readFileSync(path.join(here, "strings.json"), "utf8")), ...randomStrings(120)];
 let failed = false;
 for (const model of ["qwen3", "llama3"]) {
@@ -80,7 +122,7 @@ for (const model of ["qwen3", "llama3"]) {
     cases,
   };
   const file = path.join(here, "expected", `${model}.json`);
-  const text = JSON.stringify(doc, null, 1) + "\n";
+  const text = format(doc);
   if (mode === "--check") {
     if (!fs.existsSync(file) || fs.readFileSync(file, "utf8") !== text) {
       console.error(`${file} is not what the reference tokenizers give now: run node gen.mjs DIR`);
@@ -91,5 +133,34 @@ for (const model of ["qwen3", "llama3"]) {
     fs.writeFileSync(file, text);
   }
   console.log(`${model}: ${cases.length} strings, ${disagree} where the JS port differs from Rust`);
+}
+{
+  const spec = JSON.parse(fs.readFileSync(path.join(here, "variants.json"), "utf8"));
+  const base = JSON.parse(fs.readFileSync(path.join(dir, "models", "qwen3", "tokenizer.json"), "utf8"));
+  const out = [];
+  for (const v of spec.variants) {
+    const rt = rust.Tokenizer.fromString(JSON.stringify(smallTokenizer(base, v)));
+    const cases = [];
+    for (const text of spec.texts) {
+      const enc = await rt.encode(text, null, { addSpecialTokens: false });
+      cases.push({ text, ids: Array.from(enc.getIds()) });
+    }
+    out.push({ name: v.name, cases });
+  }
+  const doc = {
+    reference: "npm tokenizers@0.23.2 (HF's Rust tokenizers), encode(text, add_special_tokens=false)",
+    variants: out,
+  };
+  const file = path.join(here, "expected", "variants.json");
+  const text = format(doc);
+  if (mode === "--check") {
+    if (!fs.existsSync(file) || fs.readFileSync(file, "utf8") !== text) {
+      console.error(`${file} is not what the reference tokenizer gives now: run node gen.mjs DIR`);
+      failed = true;
+    }
+  } else {
+    fs.writeFileSync(file, text);
+  }
+  console.log(`variants: ${out.length} tokenizers x ${spec.texts.length} strings`);
 }
 process.exit(failed ? 1 : 0);
