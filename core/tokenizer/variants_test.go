@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,10 +18,11 @@ import (
 // normalized, ignore_merges, unknown bytes) and compares with the ids HF's
 // Rust tokenizers gave for the same files (testdata/gen.mjs).
 func TestComponentsMatchHuggingFace(t *testing.T) {
-	base, err := os.ReadFile(filepath.Join(tokenizertest.Qwen3Dir(t), TokenizerFile))
+	data, err := os.ReadFile(filepath.Join(tokenizertest.Qwen3Dir(t), TokenizerFile))
 	if err != nil {
 		t.Fatal(err)
 	}
+	base := parseBase(t, data)
 	var spec struct {
 		Variants []map[string]json.RawMessage `json:"variants"`
 	}
@@ -70,27 +72,39 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 }
 
+// baseFile is the Qwen3 tokenizer.json, read once for all variants.
+type baseFile struct {
+	top, model map[string]json.RawMessage
+	vocab      map[string]int
+	merges     [][2]string
+}
+
+func parseBase(t *testing.T, data []byte) *baseFile {
+	t.Helper()
+	b := &baseFile{}
+	if err := json.Unmarshal(data, &b.top); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b.top["model"], &b.model); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b.model["vocab"], &b.vocab); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b.model["merges"], &b.merges); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // smallTokenizer is gen.mjs's smallTokenizer: the 256 byte tokens and the
 // first 8000 merges of the Qwen3 file with their ids, less tokens holding a
 // dropped byte, with the variant's components in place of Qwen3's.
-func smallTokenizer(t *testing.T, base []byte, v map[string]json.RawMessage) []byte {
+func smallTokenizer(t *testing.T, base *baseFile, v map[string]json.RawMessage) []byte {
 	t.Helper()
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(base, &top); err != nil {
-		t.Fatal(err)
-	}
-	var model map[string]json.RawMessage
-	if err := json.Unmarshal(top["model"], &model); err != nil {
-		t.Fatal(err)
-	}
-	var vocab map[string]int
-	var merges [][2]string
-	if err := json.Unmarshal(model["vocab"], &vocab); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(model["merges"], &merges); err != nil {
-		t.Fatal(err)
-	}
+	top := maps.Clone(base.top)
+	model := maps.Clone(base.model)
+	vocab, merges := base.vocab, base.merges
 	var drop []int
 	if raw, ok := v["drop_bytes"]; ok {
 		if err := json.Unmarshal(raw, &drop); err != nil {
