@@ -101,14 +101,18 @@ func require(t *testing.T, ok bool, format string, args ...any) {
 // TestRefusesWhatItCannotRunExactly: each unsupported or broken part of a
 // tokenizer.json is refused, naming it.
 func TestRefusesWhatItCannotRunExactly(t *testing.T) {
-	pre := func(v any) func(top, _ map[string]any) { return func(top, _ map[string]any) { top["pre_tokenizer"] = v } }
+	pre := func(v any) func(top, _ map[string]any) {
+		return func(top, _ map[string]any) { top["pre_tokenizer"] = v }
+	}
 	tests := []struct {
 		name   string
 		mutate func(top, model map[string]any)
 		want   string
 	}{
 		{"wordpiece", func(top, m map[string]any) { m["type"] = "WordPiece" }, `model type "WordPiece" is not supported`},
-		{"unigram", func(top, m map[string]any) { top["model"] = map[string]any{"type": "Unigram", "vocab": [][]any{{"a", -1.0}}} }, `model type "Unigram" is not supported`},
+		{"unigram", func(top, m map[string]any) {
+			top["model"] = map[string]any{"type": "Unigram", "vocab": [][]any{{"a", -1.0}}}
+		}, `model type "Unigram" is not supported`},
 		{"lowercase", func(top, _ map[string]any) { top["normalizer"] = map[string]any{"type": "Lowercase"} }, `normalizer "Lowercase" is not supported`},
 		{"nested normalizer", func(top, _ map[string]any) {
 			top["normalizer"] = map[string]any{"type": "Sequence", "normalizers": []any{map[string]any{"type": "NFC"}, map[string]any{"type": "Prepend", "prepend": "▁"}}}
