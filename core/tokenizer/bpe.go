@@ -1,9 +1,9 @@
 package tokenizer
 
 import (
-	"hash/maphash"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // bpe is a byte-level BPE model. Words are raw bytes: every vocabulary entry
@@ -207,47 +207,32 @@ func heapPop(h []mergeItem) (mergeItem, []mergeItem) {
 // memory stays bounded on any input.
 const (
 	maxCachedWord = 256
-	cacheShards   = 32
 	cacheCapacity = 1 << 17
 )
 
-// wordCache maps a word to its ids, sharded so concurrent encoders rarely
-// wait on one lock.
+// wordCache maps a word to its ids. Reads far outnumber writes once a
+// corpus's common words are in, which is what sync.Map is built for: a read
+// takes no lock.
 type wordCache struct {
-	seed   maphash.Seed
-	shards [cacheShards]cacheShard
+	m    sync.Map // string -> []int32
+	size atomic.Int64
 }
 
-type cacheShard struct {
-	mu sync.RWMutex
-	m  map[string][]int32
-}
-
-func newWordCache() *wordCache {
-	c := &wordCache{seed: maphash.MakeSeed()}
-	for i := range c.shards {
-		c.shards[i].m = make(map[string][]int32)
-	}
-	return c
-}
-
-func (c *wordCache) shard(w string) *cacheShard {
-	return &c.shards[maphash.String(c.seed, w)%cacheShards]
-}
+func newWordCache() *wordCache { return &wordCache{} }
 
 func (c *wordCache) get(w string) ([]int32, bool) {
-	s := c.shard(w)
-	s.mu.RLock()
-	ids, ok := s.m[w]
-	s.mu.RUnlock()
-	return ids, ok
+	v, ok := c.m.Load(w)
+	if !ok {
+		return nil, false
+	}
+	return v.([]int32), true
 }
 
 func (c *wordCache) put(w string, ids []int32) {
-	s := c.shard(w)
-	s.mu.Lock()
-	if len(s.m) < cacheCapacity/cacheShards {
-		s.m[strings.Clone(w)] = ids // w may point into a large input
+	if c.size.Load() >= cacheCapacity {
+		return
 	}
-	s.mu.Unlock()
+	if _, loaded := c.m.LoadOrStore(strings.Clone(w), ids); !loaded { // w may point into a large input
+		c.size.Add(1)
+	}
 }

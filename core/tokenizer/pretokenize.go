@@ -55,6 +55,15 @@ func (p *splitStep) split(s string, emit func(string)) {
 	if s == "" {
 		return
 	}
+	if f, ok := p.find.(llamaFinder); ok && p.behavior == isolated && !p.invert {
+		// The usual case, without the closures below: its matches tile s.
+		for i := 0; i < len(s); {
+			end := f.matchAt(s, i)
+			emit(s[i:end])
+			i = end
+		}
+		return
+	}
 	out := func(start, end int) {
 		if start < end {
 			emit(s[start:end])
@@ -151,11 +160,14 @@ func (b *byteLevelStep) split(s string, emit func(string)) {
 
 // chain runs steps in order: each piece of one step goes through the rest.
 func chain(steps []preStep, s string, emit func(string)) {
-	if len(steps) == 0 {
+	switch len(steps) {
+	case 0:
 		emit(s)
-		return
+	case 1: // the usual case (a Split, the ByteLevel step being a no-op): no closure per piece
+		steps[0].split(s, emit)
+	default:
+		steps[0].split(s, func(piece string) { chain(steps[1:], piece, emit) })
 	}
-	steps[0].split(s, func(piece string) { chain(steps[1:], piece, emit) })
 }
 
 // regexFinder runs a pattern through regexp2, a backtracking engine with the

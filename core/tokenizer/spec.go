@@ -370,6 +370,9 @@ func buildPreTokenizer(raw json.RawMessage) ([]preStep, bool, error) {
 			}
 			b.gpt2 = &splitStep{find: f, behavior: isolated}
 		}
+		if !b.addPrefixSpace && b.gpt2 == nil {
+			return nil, true, nil // only maps bytes, which the model does implicitly
+		}
 		return []preStep{b}, true, nil
 	}
 	return nil, false, unsupported("pre-tokenizer", c.Type, "ByteLevel, Split and a Sequence of them")
