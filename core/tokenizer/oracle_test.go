@@ -5,7 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/dlclark/regexp2"
 
 	"github.com/agentenv/agentenv/core/tokenizer/tokenizertest"
 )
@@ -39,28 +42,17 @@ func readExpected(t *testing.T, model string) expectedFile {
 // gave (testdata/gen.mjs). Both pattern paths run: the hand-written matcher
 // and regexp2.
 func TestMatchesHuggingFace(t *testing.T) {
-	dirs := map[string]string{"qwen3": tokenizertest.Qwen3Dir(t), "llama3": tokenizertest.Llama3Dir(t)}
 	for _, model := range []string{"qwen3", "llama3"} {
 		exp := readExpected(t, model)
-		for _, fast := range []bool{true, false} {
-			name := model + "/regexp2"
-			if fast {
-				name = model + "/fast"
-			}
-			t.Run(name, func(t *testing.T) {
-				usePatternFastPath = fast
-				defer func() { usePatternFastPath = true }()
-				tok, err := Load(dirs[model])
-				if err != nil {
-					t.Fatal(err)
-				}
-				_, isFast := tok.steps[0].(*splitStep).find.(llamaFinder)
-				if isFast != fast {
-					t.Fatalf("fast matcher in use: %v, want %v", isFast, fast)
-				}
+		fast := loadModel(t, model)
+		if _, ok := fast.steps[0].(*splitStep).find.(llamaFinder); !ok {
+			t.Fatalf("%s: the hand-written matcher is not in use", model)
+		}
+		for name, tok := range map[string]*Tokenizer{"fast": fast, "regexp2": withRegexp2(t, fast)} {
+			t.Run(model+"/"+name, func(t *testing.T) {
 				bad := 0
 				for _, c := range exp.Cases {
-					if !fast && hasFoldSpecial(c.Text) {
+					if name == "regexp2" && hasFoldSpecial(c.Text) {
 						continue // regexp2 does not fold 'ſ' to 's' as Oniguruma does (pattern.go)
 					}
 					got := tok.Encode(c.Text)
@@ -80,6 +72,57 @@ func TestMatchesHuggingFace(t *testing.T) {
 			})
 		}
 	}
+}
+
+var (
+	modelsMu sync.Mutex
+	models   = map[string]*Tokenizer{}
+)
+
+// loadModel loads a real tokenizer from the oracle folder once for all tests
+// (loading 11 MB of JSON is slow under -race).
+func loadModel(t *testing.T, model string) *Tokenizer {
+	t.Helper()
+	dir := map[string]func(testing.TB) string{"qwen3": tokenizertest.Qwen3Dir, "llama3": tokenizertest.Llama3Dir}[model](t)
+	modelsMu.Lock()
+	defer modelsMu.Unlock()
+	if tok, ok := models[model]; ok {
+		return tok
+	}
+	tok, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	models[model] = tok
+	return tok
+}
+
+// withRegexp2 is tok with its hand-written pattern matchers replaced by
+// regexp2 running the same patterns.
+func withRegexp2(t *testing.T, tok *Tokenizer) *Tokenizer {
+	t.Helper()
+	c := *tok
+	c.steps = nil
+	for _, s := range tok.steps {
+		if sp, ok := s.(*splitStep); ok {
+			if f, ok := sp.find.(llamaFinder); ok {
+				cp := *sp
+				cp.find = regexp2Finder(t, llamaPattern(f.digits))
+				s = &cp
+			}
+		}
+		c.steps = append(c.steps, s)
+	}
+	return &c
+}
+
+func regexp2Finder(t *testing.T, pattern string) finder {
+	t.Helper()
+	re, err := regexp2.Compile(pattern, regexp2.None)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return regexFinder{re: re}
 }
 
 // hasFoldSpecial reports whether s holds a rune that case-folds onto an

@@ -404,15 +404,9 @@ func buildSplit(c *componentSpec) (*splitStep, error) {
 	return s, nil
 }
 
-// usePatternFastPath is switched off by tests to run the regexp2 path on
-// patterns that have a hand-written matcher.
-var usePatternFastPath = true
-
 func compilePattern(p string) (finder, error) {
-	if usePatternFastPath {
-		if f := fastFinderFor(p); f != nil {
-			return f, nil
-		}
+	if f := fastFinderFor(p); f != nil {
+		return f, nil
 	}
 	re, err := regexp2.Compile(p, regexp2.None)
 	if err != nil {

@@ -222,10 +222,7 @@ func writeFile(t *testing.T, path, content string) {
 // TestConcurrentEncode: many goroutines encoding at once (run with -race)
 // get what one goroutine gets; the word cache is shared by all.
 func TestConcurrentEncode(t *testing.T) {
-	tok, err := Load(tokenizertest.Qwen3Dir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := loadModel(t, "qwen3")
 	exp := readExpected(t, "qwen3")
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
@@ -246,10 +243,7 @@ func TestConcurrentEncode(t *testing.T) {
 
 // TestDecodeRoundTrip: decoding gives back the normalized text.
 func TestDecodeRoundTrip(t *testing.T) {
-	tok, err := Load(tokenizertest.Qwen3Dir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := loadModel(t, "qwen3")
 	for _, c := range readExpected(t, "qwen3").Cases {
 		got, err := tok.Decode(c.IDs)
 		if err != nil {
@@ -277,10 +271,7 @@ func TestFastPatternMatchesRegexp2(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, digits := range []int{1, 3} {
 		fast := llamaFinder{digits: digits}
-		slow, err := compileRegexp2(llamaPattern(digits))
-		if err != nil {
-			t.Fatal(err)
-		}
+		slow := regexp2Finder(t, llamaPattern(digits))
 		for i := 0; i < 3000; i++ {
 			var b strings.Builder
 			for n := r.IntN(20); n >= 0; n-- {
@@ -292,12 +283,6 @@ func TestFastPatternMatchesRegexp2(t *testing.T) {
 			}
 		}
 	}
-}
-
-func compileRegexp2(p string) (finder, error) {
-	usePatternFastPath = false
-	defer func() { usePatternFastPath = true }()
-	return compilePattern(p)
 }
 
 func spans(f finder, s string) string {
