@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentenv/agentenv/core/tokenizer/tokenizertest"
 )
 
 // fakeHub answers as the Hugging Face Hub does at
@@ -424,5 +427,55 @@ func TestHubFromEnv(t *testing.T) {
 	userHome, _ := os.UserHomeDir()
 	if h = HubFromEnv(); h.CacheDir != filepath.Join(userHome, ".cache", "huggingface", "hub") {
 		t.Errorf("default cache %s", h.CacheDir)
+	}
+}
+
+// TestHubCacheReadByHuggingFace reads the cache a download wrote with
+// scanCacheDir from npm @huggingface/hub, Hugging Face's own cache scanner:
+// it must find the repo, the commit with its ref, and each file's blob.
+func TestHubCacheReadByHuggingFace(t *testing.T) {
+	oracle := tokenizertest.Oracle(t)
+	f := newFakeHub(t)
+	files := tinyFiles(t)
+	repo := f.addRepo("acme/tiny", files)
+	cache := t.TempDir()
+	if _, err := f.client(t, cache).Resolve(context.Background(), "acme/tiny"); err != nil {
+		t.Fatal(err)
+	}
+	var scan struct {
+		Warnings []string `json:"warnings"`
+		Repos    []struct {
+			Name, Type string
+			Files      int
+			Revisions  []struct {
+				Commit string
+				Refs   []string
+				Files  []struct {
+					Path, Blob string
+					Size       int
+				}
+			}
+		}
+	}
+	out := tokenizertest.Node(t, filepath.Join("testdata", "scancache.mjs"), oracle, cache)
+	if err := json.Unmarshal(out, &scan); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(scan.Warnings) > 0 || len(scan.Repos) != 1 {
+		t.Fatalf("scan: %s", out)
+	}
+	r := scan.Repos[0]
+	if r.Name != "acme/tiny" || r.Type != "model" || r.Files != len(files) || len(r.Revisions) != 1 {
+		t.Fatalf("repo: %s", out)
+	}
+	rev := r.Revisions[0]
+	if rev.Commit != repo.commit || len(rev.Refs) != 1 || rev.Refs[0] != "main" || len(rev.Files) != len(files) {
+		t.Fatalf("revision: %s", out)
+	}
+	for _, file := range rev.Files {
+		data, ok := files[file.Path]
+		if !ok || file.Size != len(data) || !strings.HasPrefix(file.Blob, "blobs"+string(filepath.Separator)) {
+			t.Errorf("file %+v", file)
+		}
 	}
 }
