@@ -55,13 +55,10 @@ func benchCorpus() []string {
 	return corpus
 }
 
-// BenchmarkEncode counts the tokens of benchCorpus (warm word cache) and
-// reports the speed against Hugging Face's tokenizers on the same corpus in
-// the same run: x-rust and x-js are their time per pass over ours (above 1:
-// this package is faster).
-func BenchmarkEncode(b *testing.B) {
-	dir := tokenizertest.Qwen3Dir(b)
-	tok, err := Load(dir)
+// benchSetup loads the Qwen3 tokenizer and the corpus, whose size in bytes
+// it sets for the MB/s figure.
+func benchSetup(b *testing.B) (*Tokenizer, []string) {
+	tok, err := Load(tokenizertest.Qwen3Dir(b))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -70,6 +67,16 @@ func BenchmarkEncode(b *testing.B) {
 	for _, s := range corpus {
 		bytes += len(s)
 	}
+	b.SetBytes(int64(bytes))
+	return tok, corpus
+}
+
+// BenchmarkEncode counts the tokens of benchCorpus (warm word cache) and
+// reports the speed against Hugging Face's tokenizers on the same corpus in
+// the same run: x-rust and x-js are their time per pass over ours (above 1:
+// this package is faster).
+func BenchmarkEncode(b *testing.B) {
+	tok, corpus := benchSetup(b)
 	file := filepath.Join(b.TempDir(), "corpus.json")
 	data, _ := json.Marshal(corpus)
 	if err := os.WriteFile(file, data, 0o644); err != nil {
@@ -94,7 +101,6 @@ func BenchmarkEncode(b *testing.B) {
 	if n := count(); n != ref.Tokens { // also warms the cache, as bench.mjs does
 		b.Fatalf("Go counts %d tokens, Hugging Face %d", n, ref.Tokens)
 	}
-	b.SetBytes(int64(bytes))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		count()
@@ -109,16 +115,7 @@ func BenchmarkEncode(b *testing.B) {
 // BenchmarkEncodeCold is BenchmarkEncode with an empty word cache on every
 // pass: the cost when every word is new.
 func BenchmarkEncodeCold(b *testing.B) {
-	tok, err := Load(tokenizertest.Qwen3Dir(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	corpus := benchCorpus()
-	bytes := 0
-	for _, s := range corpus {
-		bytes += len(s)
-	}
-	b.SetBytes(int64(bytes))
+	tok, corpus := benchSetup(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()

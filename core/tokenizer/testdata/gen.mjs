@@ -94,8 +94,19 @@ function format(doc) {
   return "{\n" + body.join(",\n") + "\n}\n";
 }
 
-const texts = [...JSON.parse(fs.readFileSync(path.join(here, "strings.json"), "utf8")), ...randomStrings(120)];
+// writeOrCheck writes an expected file, or with --check compares it.
+function writeOrCheck(file, text) {
+  if (mode !== "--check") {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, text);
+  } else if (!fs.existsSync(file) || fs.readFileSync(file, "utf8") !== text) {
+    console.error(`${file} is not what the reference tokenizers give now: run node gen.mjs DIR`);
+    failed = true;
+  }
+}
+
 let failed = false;
+const texts = [...JSON.parse(fs.readFileSync(path.join(here, "strings.json"), "utf8")), ...randomStrings(120)];
 for (const model of ["qwen3", "llama3"]) {
   const mdir = path.join(dir, "models", model);
   const tjson = JSON.parse(fs.readFileSync(path.join(mdir, "tokenizer.json"), "utf8"));
@@ -121,17 +132,7 @@ for (const model of ["qwen3", "llama3"]) {
     reference: "npm tokenizers@0.23.2 (HF's Rust tokenizers), encode(text, add_special_tokens=false); js_ids: npm @huggingface/tokenizers@0.2.0 where it differs",
     cases,
   };
-  const file = path.join(here, "expected", `${model}.json`);
-  const text = format(doc);
-  if (mode === "--check") {
-    if (!fs.existsSync(file) || fs.readFileSync(file, "utf8") !== text) {
-      console.error(`${file} is not what the reference tokenizers give now: run node gen.mjs DIR`);
-      failed = true;
-    }
-  } else {
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(file, text);
-  }
+  writeOrCheck(path.join(here, "expected", `${model}.json`), format(doc));
   console.log(`${model}: ${cases.length} strings, ${disagree} where the JS port differs from Rust`);
 }
 {
@@ -151,16 +152,7 @@ for (const model of ["qwen3", "llama3"]) {
     reference: "npm tokenizers@0.23.2 (HF's Rust tokenizers), encode(text, add_special_tokens=false)",
     variants: out,
   };
-  const file = path.join(here, "expected", "variants.json");
-  const text = format(doc);
-  if (mode === "--check") {
-    if (!fs.existsSync(file) || fs.readFileSync(file, "utf8") !== text) {
-      console.error(`${file} is not what the reference tokenizer gives now: run node gen.mjs DIR`);
-      failed = true;
-    }
-  } else {
-    fs.writeFileSync(file, text);
-  }
+  writeOrCheck(path.join(here, "expected", "variants.json"), format(doc));
   console.log(`variants: ${out.length} tokenizers x ${spec.texts.length} strings`);
 }
 process.exit(failed ? 1 : 0);
