@@ -132,8 +132,13 @@ func (h *Hub) fetch(ctx context.Context, repo, rev string, f hubFile, blobs stri
 		return res, "", fmt.Errorf("%s: downloading from %s: %w (check HF_ENDPOINT and the network; HF_HUB_OFFLINE=1 uses the cache only)", where, h.endpoint(), err)
 	}
 	defer resp.Body.Close()
+	redirected := hubHeader != nil
 	if hubHeader == nil {
 		hubHeader = resp.Header
+	}
+	if resp.StatusCode != http.StatusOK && redirected {
+		return res, "", fmt.Errorf("%s: the storage server the Hub sent the download to (%s) answered %d: try again later",
+			where, resp.Request.URL.Host, resp.StatusCode)
 	}
 	if resp.StatusCode != http.StatusOK {
 		code := resp.Header.Get("X-Error-Code")

@@ -28,6 +28,7 @@ type fakeHub struct {
 	token    string // a gated repo wants "Bearer token"
 	corrupt  bool   // the storage server sends other bytes than the hash says
 	noCommit bool   // act as a server that is not a Hub
+	cdnDown  bool   // the storage server refuses
 
 	mu        sync.Mutex
 	hubHits   []string // "path auth" for each request to the Hub
@@ -127,6 +128,10 @@ func (f *fakeHub) serveCDN(w http.ResponseWriter, r *http.Request) {
 	data := f.repos[parts[0]+"/"+parts[1]].files[parts[2]]
 	if f.corrupt {
 		data = append([]byte("x"), data[1:]...)
+	}
+	if f.cdnDown {
+		w.WriteHeader(http.StatusForbidden) // as an expired signed URL answers
+		return
 	}
 	w.Write(data)
 }
@@ -298,6 +303,17 @@ func TestHubCorruptDownload(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(cache, "models--acme--tiny", "refs")); !os.IsNotExist(err) {
 		t.Errorf("a ref was written: %v", err)
+	}
+}
+
+func TestHubStorageServerRefuses(t *testing.T) {
+	f := newFakeHub(t)
+	f.addRepo("acme/tiny", tinyFiles(t))
+	f.cdnDown = true
+	_, err := f.client(t, t.TempDir()).Resolve(context.Background(), "acme/tiny")
+	if err == nil || !strings.Contains(err.Error(), "storage server") || !strings.Contains(err.Error(), "403") ||
+		strings.Contains(err.Error(), "HF_TOKEN") {
+		t.Fatalf("err = %v", err)
 	}
 }
 

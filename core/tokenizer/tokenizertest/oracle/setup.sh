@@ -6,7 +6,7 @@
 # AGENTENV_ORACLE_DIR overrides the folder.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-dir="${AGENTENV_ORACLE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/agentenv/tokenizer-oracle}"
+dir="${AGENTENV_ORACLE_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/agentenv/tokenizer-oracle}"
 mkdir -p "$dir"
 stamp="$(cat "$here/package.json" "$here/package-lock.json" "$here/extract.mjs" | sha256sum | cut -d' ' -f1)"
 exec 9>"$dir/.lock"
