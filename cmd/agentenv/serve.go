@@ -81,6 +81,7 @@ Flags override the [serve] table of --config. See docs/serving.md.`,
 	f.StringVar(&configFile, "config", "", "TOML file whose [serve] table sets any of these flags")
 	f.BoolVar(&o.LogJSON, "log-json", o.LogJSON, "log JSON lines instead of text")
 	f.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: trace, debug, info, warn, error")
+	o.Limits.addFlags(f)
 	rootCmd.AddCommand(cmd)
 }
 
@@ -102,6 +103,9 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 	log := newLogger(o)
 	if o.MaxConcurrentEnvs < 1 {
 		return fmt.Errorf("--max-concurrent-envs must be at least 1, got %d", o.MaxConcurrentEnvs)
+	}
+	if err := o.Limits.check(); err != nil {
+		return err
 	}
 	token := ""
 	if o.TokenVar != "" {
@@ -178,6 +182,7 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 		RewardStep:        rewardStep,
 		Labels:            map[string]string{server.LabelServer: serverID},
 		Logger:            log.Named("episode"),
+		Limits:            o.Limits.episodeLimits(),
 	})
 	if err != nil {
 		return err

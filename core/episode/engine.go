@@ -53,6 +53,8 @@ type Config struct {
 	VerifyTimeout   time.Duration // one verifier
 	TeardownTimeout time.Duration // tearing down one episode
 	BuildTimeout    time.Duration // an env's build command
+
+	Limits Limits // what one reply may cost; zero fields take the defaults
 }
 
 // Engine plays a bundle's tasks as episodes. It implements Player and is
@@ -116,6 +118,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		{&cfg.VerifyTimeout, DefaultVerifyTimeout}, {&cfg.TeardownTimeout, DefaultTeardownTimeout},
 		{&cfg.BuildTimeout, DefaultBuildTimeout},
 	}
+	cfg.Limits = cfg.Limits.withDefaults()
 	for _, d := range defaults {
 		if *d.d <= 0 {
 			*d.d = d.def
