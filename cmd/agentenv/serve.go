@@ -216,6 +216,7 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 		IdleTimeout:       o.IdleTimeout,
 		Logger:            log.Named("server"),
 		PluginRestarts:    func() float64 { return float64(host.Restarts()) },
+		HTTP:              o.Limits.httpLimits(),
 	})
 	if err != nil {
 		return err

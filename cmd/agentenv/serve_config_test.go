@@ -27,6 +27,7 @@ idle_timeout = "90s"
 token_var = "TOK"
 log_json = true
 max_reply_errors = 5
+http_idle_timeout = "5s"
 [serve.sandbox_config]
 grace = "1s"
 
@@ -41,7 +42,7 @@ anything = 1
 	want.Addr, want.Reward, want.MaxConcurrentEnvs, want.IdleTimeout, want.TokenVar, want.LogJSON =
 		"127.0.0.1:9000", "mean", 8, 90*time.Second, "TOK", true
 	want.SandboxConfig = map[string]any{"grace": "1s"}
-	want.Limits.MaxReplyErrors = 5
+	want.Limits.MaxReplyErrors, want.Limits.HTTPIdleTimeout = 5, 5*time.Second
 	if !reflect.DeepEqual(o, want) {
 		t.Fatalf("got %+v\nwant %+v", o, want)
 	}
@@ -51,6 +52,7 @@ anything = 1
 		{"wrong type", "[serve]\nmax_concurrent_envs = \"many\"\n", "max_concurrent_envs"},
 		{"not toml", "[serve\n", "line 1"},
 		{"limit not a number", "[serve]\nmax_calls_per_reply = \"lots\"\n", "max_calls_per_reply: want a whole number"},
+		{"limit not a duration", "[serve]\nhttp_read_timeout = 5\n", `http_read_timeout 5: want a duration like "30s"`},
 	} {
 		if _, err := readServeConfig(write(tc.name+".toml", tc.body)); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%s: got %v, want %q", tc.name, err, tc.err)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/agentenv/agentenv/core/episode"
+	"github.com/agentenv/agentenv/core/server"
 )
 
 // serveLimits bound what a client, hostile or runaway, can cost the
@@ -17,6 +18,10 @@ type serveLimits struct {
 	MaxReplyErrors    int
 	MaxCallsPerReply  int
 	MaxArgumentValues int
+	HTTPReadTimeout   time.Duration
+	HTTPWriteTimeout  time.Duration
+	HTTPIdleTimeout   time.Duration
+	MaxConnections    int
 }
 
 func defaultServeLimits() serveLimits {
@@ -24,6 +29,10 @@ func defaultServeLimits() serveLimits {
 		MaxReplyErrors:    episode.DefaultMaxReplyErrors,
 		MaxCallsPerReply:  episode.DefaultMaxCallsPerReply,
 		MaxArgumentValues: episode.DefaultMaxArgumentValues,
+		HTTPReadTimeout:   server.DefaultHTTPReadTimeout,
+		HTTPWriteTimeout:  server.DefaultHTTPWriteTimeout,
+		HTTPIdleTimeout:   server.DefaultHTTPIdleTimeout,
+		MaxConnections:    server.DefaultMaxConnections,
 	}
 }
 
@@ -32,7 +41,7 @@ type limitSetting struct {
 	flag string
 	help string
 	n    *int           // a count, at least 1
-	d    *time.Duration // or a duration; 0 is allowed where help says so
+	d    *time.Duration // or a duration, more than 0
 }
 
 func (s limitSetting) key() string { return strings.ReplaceAll(s.flag, "-", "_") }
@@ -43,6 +52,10 @@ func (l *serveLimits) settings() []limitSetting {
 		{flag: "max-reply-errors", n: &l.MaxReplyErrors, help: "error messages one model reply gets back at most; the rest are counted in one line"},
 		{flag: "max-calls-per-reply", n: &l.MaxCallsPerReply, help: "tool calls run for one model reply at most; later ones are answered \"not run\""},
 		{flag: "max-argument-values", n: &l.MaxArgumentValues, help: "JSON values (keys included) one tool call's arguments may hold; larger calls are refused unread"},
+		{flag: "http-read-timeout", d: &l.HTTPReadTimeout, help: "longest time to read one HTTP request, headers and body"},
+		{flag: "http-write-timeout", d: &l.HTTPWriteTimeout, help: "longest time to handle one HTTP request and write its response"},
+		{flag: "http-idle-timeout", d: &l.HTTPIdleTimeout, help: "close a kept-alive HTTP connection after this long without a request"},
+		{flag: "max-connections", n: &l.MaxConnections, help: "open connections at most, WebSocket sessions included; past it a connection is answered 503"},
 	}
 }
 
@@ -113,8 +126,8 @@ func (l *serveLimits) check() error {
 		switch {
 		case s.n != nil && *s.n < 1:
 			return fmt.Errorf("--%s must be at least 1, got %d", s.flag, *s.n)
-		case s.d != nil && *s.d < 0:
-			return fmt.Errorf("--%s must not be negative, got %s", s.flag, *s.d)
+		case s.d != nil && *s.d <= 0:
+			return fmt.Errorf("--%s must be more than 0, got %s", s.flag, *s.d)
 		}
 	}
 	return nil
@@ -126,5 +139,15 @@ func (l serveLimits) episodeLimits() episode.Limits {
 		MaxReplyErrors:    l.MaxReplyErrors,
 		MaxCallsPerReply:  l.MaxCallsPerReply,
 		MaxArgumentValues: l.MaxArgumentValues,
+	}
+}
+
+// httpLimits are the limits the HTTP server applies.
+func (l serveLimits) httpLimits() server.HTTPLimits {
+	return server.HTTPLimits{
+		ReadTimeout:    l.HTTPReadTimeout,
+		WriteTimeout:   l.HTTPWriteTimeout,
+		IdleTimeout:    l.HTTPIdleTimeout,
+		MaxConnections: l.MaxConnections,
 	}
 }

@@ -133,6 +133,7 @@ func (s *Server) handleTask(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleToolsetTools(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	s.extendWriteDeadline(w, toolsTimeout)
 	ctx, cancel := context.WithTimeout(r.Context(), toolsTimeout)
 	defer cancel()
 	tools, err := s.opts.Player.Tools(ctx, id)

@@ -73,6 +73,8 @@ type Options struct {
 	// PluginRestarts, when set, is read at each /metrics scrape: plugin
 	// processes restarted after a crash.
 	PluginRestarts func() float64
+	// HTTP bounds what idle or slow connections hold (limits.go).
+	HTTP HTTPLimits
 }
 
 // Server is an OpenEnv server over a Player. Use Handler with your own
@@ -83,6 +85,7 @@ type Server struct {
 	token    tokenCheck
 	metrics  *metrics
 	adm      *admission
+	conns    *connLimiter
 	upgrader websocket.Upgrader
 	handler  http.Handler
 
@@ -128,6 +131,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
+	opts.HTTP = opts.HTTP.withDefaults()
 	s := &Server{
 		opts:     opts,
 		log:      opts.Logger,
@@ -137,6 +141,7 @@ func New(opts Options) (*Server, error) {
 		stopping: make(chan struct{}),
 	}
 	s.opts.Token = "" // only the digest stays
+	s.conns = newConnLimiter(opts.HTTP.MaxConnections, s.metrics.reg, s.log)
 	s.adm = newAdmission(opts.MaxConcurrentEnvs, func(active, queued int) {
 		s.metrics.live.Set(float64(active))
 		s.metrics.queued.Set(float64(queued))
@@ -180,11 +185,11 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Serve serves on ln until Shutdown; it returns nil after a Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
-	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
+	hs := s.httpServer()
 	if !s.httpSrv.CompareAndSwap(nil, hs) {
 		return errors.New("server: Serve called twice")
 	}
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := hs.Serve(s.conns.listener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
 	}
 	return nil
