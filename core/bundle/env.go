@@ -53,7 +53,7 @@ func loadEnvs(dir string, ps *problems) map[string]*Env {
 		if strings.HasPrefix(name, ".") {
 			continue
 		}
-		if !e.IsDir() {
+		if !isDirFollowing(e, path) {
 			ps.add(path, 0, "not an env folder: an env is envs/<name>/env.toml")
 			continue
 		}
@@ -70,7 +70,7 @@ func loadEnvs(dir string, ps *problems) map[string]*Env {
 
 func loadEnv(name, dir string, ps *problems) *Env {
 	file := filepath.Join(dir, "env.toml")
-	data, err := os.ReadFile(file)
+	data, err := readBundleFile(file, ps.maxFileBytes)
 	broken := &Env{Name: name, Dir: dir, File: file}
 	if errors.Is(err, os.ErrNotExist) {
 		ps.add(file, 0, "missing: every env needs an env.toml saying how to run it (image and/or command)")
