@@ -177,6 +177,7 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 		ep.unparsed++
 		rep.fail("this tool call could not be read: " + u.Reason)
 	}
+	ep.unparsed += rep.omitParsed(parsed)
 	ended, viaEndTurn := false, false
 	answer := strings.TrimSpace(parsed.Content)
 	for _, c := range parsed.Calls {
@@ -222,7 +223,7 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 		tool(res.Text)
 	}
 	rep.finish()
-	if !ended && len(parsed.Calls) == 0 && len(parsed.Unparsed) == 0 {
+	if !ended && len(parsed.Calls) == 0 && len(parsed.Unparsed) == 0 && parsed.CallsOmitted == 0 {
 		ended = true // a reply without a tool call ends its turn
 	}
 	if !ended && t.step.MaxTurns > 0 && t.replies >= t.step.MaxTurns {

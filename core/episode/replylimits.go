@@ -3,6 +3,8 @@ package episode
 import (
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/agentenv/agentenv/sdk/toolformat"
 )
 
 // Defaults of the reply limits, used where Limits leaves a field zero.
@@ -77,8 +79,14 @@ func (r *replyReport) fail(msg string) {
 	r.result("Error: " + clipError(msg, MaxErrorChars))
 }
 
-// omit counts errors the parser already left out.
-func (r *replyReport) omit(n int) { r.omitted += n }
+// omitParsed counts, as errors left out, what the tool-format plugin read
+// but did not send (a flood of bad blocks; calls too large together) and
+// returns how many calls that is.
+func (r *replyReport) omitParsed(p toolformat.Parsed) int {
+	n := p.UnparsedOmitted + p.CallsOmitted
+	r.omitted += n
+	return n
+}
 
 // admit says whether one more call may run in this reply.
 func (r *replyReport) admit() bool {

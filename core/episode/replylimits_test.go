@@ -1,7 +1,9 @@
 package episode_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -71,5 +73,30 @@ func TestHugeArgumentsAreRefusedUnread(t *testing.T) {
 	msgs := contents(obs.Messages)
 	if len(msgs) != 1 || !strings.Contains(msgs[0], "more than 20000 JSON values") || len(msgs[0]) > 500 {
 		t.Fatalf("answer to a 20001-item argument: %.300q (%d messages)", msgs, len(msgs))
+	}
+}
+
+// A reply of ~15 MiB of malformed blocks, under the server's 16 MiB frame
+// limit, is answered (its errors capped and counted), not failed: the
+// tool-format plugin's answer would otherwise outgrow the plugin message
+// limit several times.
+func TestMalformedFloodUnderFrameLimit(t *testing.T) {
+	dir := bundleFiles(t, nil, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
+	r := newRig(t, dir, rigOptions{})
+	ep := r.play(episode.Request{TaskID: "puzzle"})
+	r.start(ep)
+	const blocks = 650_000
+	obs, err := ep.Step(context.Background(), strings.Repeat("<tool_call>x</tool_call>", blocks))
+	if err != nil {
+		t.Fatalf("a 15 MiB reply of malformed blocks failed the episode: %.300v", err)
+	}
+	msgs := contents(obs.Messages)
+	if len(msgs) != episode.DefaultMaxReplyErrors+1 || !strings.Contains(msgs[len(msgs)-1], fmt.Sprintf("%d more tool calls", blocks-episode.DefaultMaxReplyErrors)) {
+		t.Fatalf("%d messages, last %q", len(msgs), msgs[len(msgs)-1])
+	}
+	obs = r.step(ep, call("add", map[string]any{"n": 3}))
+	obs = r.step(ep, "Done.")
+	if !obs.Done || obs.Metrics["unparsed_calls"] != blocks {
+		t.Fatalf("final: done %v, unparsed_calls %v", obs.Done, obs.Metrics["unparsed_calls"])
 	}
 }
