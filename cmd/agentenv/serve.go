@@ -217,6 +217,7 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 		Logger:            log.Named("server"),
 		PluginRestarts:    func() float64 { return float64(host.Restarts()) },
 		HTTP:              o.Limits.httpLimits(),
+		MaxQueuedFrames:   o.Limits.MaxQueuedMessages,
 	})
 	if err != nil {
 		return err

@@ -22,6 +22,7 @@ type serveLimits struct {
 	HTTPWriteTimeout  time.Duration
 	HTTPIdleTimeout   time.Duration
 	MaxConnections    int
+	MaxQueuedMessages int
 }
 
 func defaultServeLimits() serveLimits {
@@ -33,6 +34,7 @@ func defaultServeLimits() serveLimits {
 		HTTPWriteTimeout:  server.DefaultHTTPWriteTimeout,
 		HTTPIdleTimeout:   server.DefaultHTTPIdleTimeout,
 		MaxConnections:    server.DefaultMaxConnections,
+		MaxQueuedMessages: server.DefaultMaxQueuedFrames,
 	}
 }
 
@@ -56,6 +58,7 @@ func (l *serveLimits) settings() []limitSetting {
 		{flag: "http-write-timeout", d: &l.HTTPWriteTimeout, help: "longest time to handle one HTTP request and write its response"},
 		{flag: "http-idle-timeout", d: &l.HTTPIdleTimeout, help: "close a kept-alive HTTP connection after this long without a request"},
 		{flag: "max-connections", n: &l.MaxConnections, help: "open connections at most, WebSocket sessions included; past it a connection is answered 503"},
+		{flag: "max-queued-messages", n: &l.MaxQueuedMessages, help: "messages a session holds waiting for their replies; past it one is answered QUEUE_FULL"},
 	}
 }
 

@@ -66,6 +66,10 @@ type Options struct {
 	// MaxMessageBytes caps an inbound frame; larger ones are answered with
 	// MESSAGE_TOO_LARGE and discarded.
 	MaxMessageBytes int64
+	// MaxQueuedFrames caps the frames a session holds read but not yet
+	// handled (inbox.go); past it, or past MaxMessageBytes of them, a
+	// frame is answered QUEUE_FULL in its turn and dropped.
+	MaxQueuedFrames int
 	WriteTimeout    time.Duration
 	// TeardownTimeout bounds each episode's Close.
 	TeardownTimeout time.Duration
@@ -127,6 +131,9 @@ func New(opts Options) (*Server, error) {
 	def(&opts.TeardownTimeout, DefaultTeardownTimeout)
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if opts.MaxQueuedFrames <= 0 {
+		opts.MaxQueuedFrames = DefaultMaxQueuedFrames
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
