@@ -113,8 +113,11 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 		if token == "" {
 			return fmt.Errorf("--token-var %s: the variable is empty or unset; put the token in it, or drop --token-var to serve without one", o.TokenVar)
 		}
-		// No child (env builds, plugins, envs) inherits it.
-		os.Unsetenv(o.TokenVar)
+		// No child (env builds, plugins, envs) inherits it, and it is
+		// blanked in /proc/<pid>/environ too (environ_linux.go).
+		if err := scrubEnv(o.TokenVar); err != nil {
+			log.Warn("the token is out of the environment children inherit, but stays readable in this process's /proc/<pid>/environ", "error", err)
+		}
 	}
 	// An absolute path keeps env commands and folders valid whatever
 	// working directory a sandbox runs them from.

@@ -97,6 +97,10 @@ func loadEnv(name, dir string, ps *problems) *Env {
 				bad(key, "%q has an empty element (#%d)", key, i+1)
 				return
 			}
+			if strings.ContainsRune(a, 0) {
+				bad(key, "%q element #%d holds a NUL byte, which no command line can carry", key, i+1)
+				return
+			}
 		}
 	}
 	checkArgv("command", f.Command)
@@ -133,6 +137,8 @@ func loadEnv(name, dir string, ps *problems) *Env {
 			bad("env", "env var name %q is not a valid name", k)
 		case k == "AGENTENV_PORT":
 			bad("env", "env var AGENTENV_PORT is set by the sandbox: the env listens where it is told")
+		case strings.ContainsRune(f.Env[k], 0):
+			bad("env", "env var %s holds a NUL byte, which no environment can carry", k)
 		}
 	}
 	return env

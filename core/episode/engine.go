@@ -237,10 +237,14 @@ func newEpisodeID() string {
 	return "ep-" + hex.EncodeToString(b[:])
 }
 
+// MaxEpisodeIDLen is the longest episode_id a reset may give, as the
+// protocol and /schema say.
+const MaxEpisodeIDLen = 255
+
 // checkEpisodeID keeps ids safe for labels, logs and file names.
 func checkEpisodeID(id string) error {
-	if len(id) > 128 {
-		return fmt.Errorf("episode_id is %d characters; at most 128", len(id))
+	if len(id) > MaxEpisodeIDLen {
+		return fmt.Errorf("episode_id is %d characters; at most %d", len(id), MaxEpisodeIDLen)
 	}
 	for _, r := range id {
 		ok := r == '-' || r == '_' || r == '.' || r == ':' ||

@@ -296,7 +296,7 @@ func (s *session) reset(msg inbound) {
 	s.srv.metrics.phase.WithLabelValues(phaseDeploy).Observe(time.Since(t0).Seconds())
 	if err != nil {
 		s.log.Info("episode failed to start", "episode", ep.ID(), "error", err)
-		s.closeEpisode("failed")
+		s.closeEpisode(s.failureOutcome())
 		s.replyFailure(err)
 		return
 	}
@@ -335,7 +335,7 @@ func (s *session) step(msg inbound) {
 	if err != nil {
 		if episode.CodeOf(err) != episode.CodeValidation || s.srv.draining.Load() {
 			s.log.Info("episode failed", "episode", s.epID, "error", err)
-			s.closeEpisode("failed")
+			s.closeEpisode(s.failureOutcome())
 		}
 		s.replyFailure(err)
 		return
