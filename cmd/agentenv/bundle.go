@@ -1,15 +1,20 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/agentenv/agentenv/core/bundle"
+	"github.com/agentenv/agentenv/core/pluginhost"
+	"github.com/agentenv/agentenv/sdk"
 )
 
 func init() { rootCmd.AddCommand(newBundleCmd()) }
@@ -26,7 +31,8 @@ func newBundleCmd() *cobra.Command {
 		Long: `check loads a bundle exactly as serve does and prints what it holds: the
 description, the envs, the splits with their task counts, and the toolsets.
 A bundle with problems prints each with its file and line, and exits non-zero.
-With --reward it also checks that every task can be rewarded that way.
+With --reward it also checks that every task can be rewarded that way, and
+that a reward plugin of that name is installed and starts.
 See docs/bundles.md.`,
 		Example: `  agentenv bundle check examples/gridsim
   agentenv bundle check my-bundle --reward mean
@@ -40,6 +46,9 @@ See docs/bundles.md.`,
 			printBundle(cmd.OutOrStdout(), b)
 			if cmd.Flags().Changed("reward") {
 				if err := b.CheckReward(reward); err != nil {
+					return err
+				}
+				if err := checkRewardPlugin(cmd.Context(), reward); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "\nreward %q: every task can be rewarded\n", reward)
@@ -132,4 +141,30 @@ func plural(n int, word string) string {
 		return word
 	}
 	return word + "s"
+}
+
+// checkRewardPlugin checks that a --reward naming a plugin names one that
+// is installed and works, as serve would find it.
+func checkRewardPlugin(ctx context.Context, spec string) error {
+	if spec == "" || strings.HasPrefix(spec, bundle.RewardScorePrefix) {
+		return nil
+	}
+	h, err := pluginhost.New(pluginHostOptions(cliLogger(hclog.Warn)))
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	e, err := h.Inspect(ctx, string(sdk.KindReward)+"-"+spec)
+	if err != nil {
+		return fmt.Errorf("reward %q: %w (agentenv plugins list shows the reward plugins there are)", spec, err)
+	}
+	if !e.OK() {
+		return fmt.Errorf("reward %q: plugin %s %s", spec, e.ID(), e.Status)
+	}
+	return nil
 }
