@@ -162,14 +162,22 @@ func (h *Host) start(ctx context.Context, c candidate, passEnv []string, probe b
 	if err != nil {
 		return fail(fmt.Errorf("Info call failed: %w", err))
 	}
-	if info.Kind != c.kind || !sameName(info.Name, c.name) {
-		return fail(fmt.Errorf("its Info says it is %s-%s, but it was found as %s", info.Kind, info.Name, c.id()))
+	if err := c.matches(info); err != nil {
+		return fail(err)
 	}
 	in.info = info
 	if in.schema, err = compileSchema(info.ConfigSchema); err != nil {
 		return fail(err)
 	}
 	return in, nil
+}
+
+// matches checks that a plugin's Info names the plugin it was found as.
+func (c candidate) matches(info sdk.Info) error {
+	if info.Kind != c.kind || !sameName(info.Name, c.name) {
+		return fmt.Errorf("its Info says it is %s-%s, but it was found as %s", info.Kind, info.Name, c.id())
+	}
+	return nil
 }
 
 // sameName compares a plugin's Info name with the one in its file name,
