@@ -37,7 +37,7 @@ See docs/bundles.md.`,
 		Example: `  agentenv bundle check examples/gridsim
   agentenv bundle check my-bundle --reward mean
   agentenv bundle check my-bundle --reward score:grade`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("the bundle folder to check", "agentenv bundle check examples/gridsim"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			b, err := bundle.Load(args[0], bundle.Options{})
 			if err != nil {

@@ -53,7 +53,8 @@ built into agentenv; a binary of the same name overrides the built-in one.`,
 		Short: "List every plugin found, with its version, source, sha256 and status",
 		Long: `list finds every plugin, starts each one it has not seen before (by sha256)
 to ask for its Info, and prints one line per plugin. STATUS is "ok", or
-"failed: <why>" for a binary that cannot serve as a plugin.`,
+"failed: <why>" for a binary that cannot serve as a plugin. It exits 1 when
+any plugin failed, after listing them all.`,
 		Example: "  agentenv plugins list\n  agentenv plugins list --json | jq '.[] | select(.status != \"ok\")'",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -69,9 +70,25 @@ to ask for its Info, and prints one line per plugin. STATUS is "ok", or
 				return fmt.Errorf("list plugins: %w", err)
 			}
 			if listJSON {
-				return writeJSON(cmd.OutOrStdout(), entries)
+				err = writeJSON(cmd.OutOrStdout(), entries)
+			} else {
+				err = writeTable(cmd.OutOrStdout(), entries)
 			}
-			return writeTable(cmd.OutOrStdout(), entries)
+			if err != nil {
+				return err
+			}
+			// Exit 1 when any plugin failed, so scripts and CI can check an
+			// install (`agentenv plugins list >/dev/null`).
+			failed := 0
+			for _, e := range entries {
+				if !e.OK() {
+					failed++
+				}
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d plugins failed; their STATUS says why", failed, len(entries))
+			}
+			return nil
 		},
 	}
 	listCmd.Flags().BoolVar(&listJSON, "json", false, "print a JSON array of the plugins instead of a table")

@@ -44,7 +44,7 @@ local one: a plain process when the env declares a command, no Docker needed).
 Flags override the [serve] table of --config. See docs/serving.md.`,
 		Example: `  agentenv serve examples/gridsim
   AGENTENV_TOKEN=$(openssl rand -hex 16) agentenv serve examples/gridsim --token-var AGENTENV_TOKEN --addr 0.0.0.0:8200`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("the bundle folder to serve", "agentenv serve examples/gridsim"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if configFile != "" {
 				fileOpts, err := readServeConfig(configFile)
@@ -111,7 +111,7 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 	if o.TokenVar != "" {
 		token = os.Getenv(o.TokenVar)
 		if token == "" {
-			return fmt.Errorf("--token-var %s: the variable is empty or unset; put the token in it, or drop --token-var to serve without one", o.TokenVar)
+			return tokenVarError(o.TokenVar)
 		}
 		// No child (env builds, plugins, envs) inherits it, and it is
 		// blanked in /proc/<pid>/environ too (environ_linux.go).
@@ -146,7 +146,7 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 	}
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.Addr, err)
+		return listenError(o.Addr, err)
 	}
 	defer ln.Close()
 
@@ -163,7 +163,7 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 	}
 	driver, err := host.Sandbox(ctx, o.Sandbox, sandboxCfg)
 	if err != nil {
-		return fmt.Errorf("sandbox %q: %w", o.Sandbox, err)
+		return sandboxConfigHint(fmt.Errorf("sandbox %q: %w", o.Sandbox, err), o.SandboxConfig)
 	}
 	if n, err := server.Reap(ctx, driver, serverID); err != nil {
 		log.Warn("could not reap every sandbox an earlier run left", "server_id", serverID, "reaped", n, "error", err)
