@@ -63,6 +63,19 @@ func TestServeHugeStepMemoryIsBounded(t *testing.T) {
 		t.Fatalf("answer to a million-item call: %d messages, first %.300q (%d bytes)", len(msgs), content, len(content))
 	}
 
+	// 11 MiB of malformed blocks: 20 errors and a count, at a bounded cost.
+	obs = c.observation(`{"type":"step","data":{"reply":"` + strings.Repeat("<tool_call>x</tool_call>", 480_000) + `"}}`)
+	msgs = obs["observation"].(map[string]any)["messages"].([]any)
+	last := msgs[len(msgs)-1].(map[string]any)["content"].(string)
+	if len(msgs) != 21 || !strings.Contains(last, "479980 more tool calls in this reply failed") {
+		t.Fatalf("answer to 480,000 malformed blocks: %d messages, last %.200q", len(msgs), last)
+	}
+	if peak2 := procStatus(t, pid, "VmHWM"); (peak2-base)>>10 >= 300 {
+		t.Errorf("after 11 MiB of malformed blocks the server's peak memory is %d MiB over its start, want under 300", (peak2-base)>>10)
+	} else {
+		t.Logf("after 11 MiB of malformed blocks: peak %d MiB (+%d MiB)", peak2>>10, (peak2-base)>>10)
+	}
+
 	final := c.observation(`{"type":"step","data":{"reply":"` + idleSchedule + `"}}`)
 	final = c.observation(`{"type":"step","data":{"reply":"Done."}}`)
 	if final["done"] != true || final["reward"] != 0.2 {
