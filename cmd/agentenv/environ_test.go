@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -28,16 +30,7 @@ func TestServeTokenNotInProcEnviron(t *testing.T) {
 		pids = append(pids, p.PID)
 	}
 	// The plugin processes are the server's children.
-	threads, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", s.cmd.Process.Pid))
-	for _, th := range threads {
-		kids, _ := os.ReadFile(th)
-		for _, f := range bytes.Fields(kids) {
-			var pid int
-			if _, err := fmt.Sscan(string(f), &pid); err == nil {
-				pids = append(pids, pid)
-			}
-		}
-	}
+	pids = append(pids, childrenOf(s.cmd.Process.Pid)...)
 	if len(pids) < 3 {
 		t.Fatalf("found only processes %v: want the server, an env and plugins", pids)
 	}
@@ -66,4 +59,26 @@ func TestServeTokenNotInProcEnviron(t *testing.T) {
 	if code := s.signalAndWait(t, syscall.SIGTERM, 10*time.Second); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, s.log)
 	}
+}
+
+// childrenOf lists the processes whose parent is pid, from /proc/*/stat.
+func childrenOf(pid int) []int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []int
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// After the command name: state, then the parent's pid.
+		i := bytes.LastIndexByte(b, ')')
+		f := strings.Fields(string(b[i+1:]))
+		if i < 0 || len(f) < 2 || f[1] != strconv.Itoa(pid) {
+			continue
+		}
+		if child, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+			out = append(out, child)
+		}
+	}
+	return out
 }
