@@ -57,7 +57,8 @@ the same name overrides the built-in one.`,
 		Long: `list finds every plugin, starts each one it has not seen before (by sha256)
 to ask for its Info, and prints one line per plugin. STATUS is "ok", or
 "failed: <why>" for a binary that cannot serve as a plugin. The table ends
-with the first-party plugins this agentenv was built without, if any.`,
+with the first-party plugins this agentenv was built without, if any. It
+exits 1 when any plugin failed, after listing them all.`,
 		Example: "  agentenv plugins list\n  agentenv plugins list --json | jq '.[] | select(.status != \"ok\")'",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -73,9 +74,25 @@ with the first-party plugins this agentenv was built without, if any.`,
 				return fmt.Errorf("list plugins: %w", err)
 			}
 			if listJSON {
-				return writeJSON(cmd.OutOrStdout(), entries)
+				err = writeJSON(cmd.OutOrStdout(), entries)
+			} else {
+				err = writeTable(cmd.OutOrStdout(), entries, h.Omitted())
 			}
-			return writeTable(cmd.OutOrStdout(), entries, h.Omitted())
+			if err != nil {
+				return err
+			}
+			// Exit 1 when any plugin failed, so scripts and CI can check an
+			// install (`agentenv plugins list >/dev/null`).
+			failed := 0
+			for _, e := range entries {
+				if !e.OK() {
+					failed++
+				}
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d plugins failed; their STATUS says why", failed, len(entries))
+			}
+			return nil
 		},
 	}
 	listCmd.Flags().BoolVar(&listJSON, "json", false, "print a JSON array of the plugins instead of a table")

@@ -154,9 +154,13 @@ func TestPluginsListExternal(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ext, "agentenv-toolformat-broken"), []byte("#!/bin/sh\necho oops\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A failed plugin makes list exit 1, after the whole table.
 	out, stderr, code := run(t, ext, "plugins", "list")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
+	if code != 1 || !strings.Contains(stderr, "1 of 5 plugins failed") {
+		t.Fatalf("exit %d, want 1 with a failed plugin: %s", code, stderr)
+	}
+	if jsonOut, _, jsonCode := run(t, ext, "plugins", "list", "--json"); jsonCode != 1 || !json.Valid([]byte(jsonOut)) {
+		t.Fatalf("list --json with a failed plugin: exit %d, want 1 and the JSON list:\n%s", jsonCode, jsonOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if !strings.HasPrefix(lines[0], "NAME") || !strings.Contains(lines[0], "SHA256") || !strings.Contains(lines[0], "STATUS") {

@@ -121,34 +121,6 @@ func finiteNumbers(v any) error {
 	return nil
 }
 
-// schemaError words a validation error for the model: each failure with
-// the place in the arguments, without the schema's internal URL.
-func schemaError(err error) error {
-	ve, ok := err.(*jsonschema.ValidationError)
-	if !ok {
-		return err
-	}
-	var msgs []string
-	var walk func(u jsonschema.OutputUnit)
-	walk = func(u jsonschema.OutputUnit) {
-		if u.Error != nil {
-			at := u.InstanceLocation
-			if at == "" {
-				at = "/"
-			}
-			msgs = append(msgs, fmt.Sprintf("at %s: %s", at, u.Error.String()))
-		}
-		for _, e := range u.Errors {
-			walk(e)
-		}
-	}
-	walk(*ve.BasicOutput())
-	if len(msgs) == 0 {
-		return err
-	}
-	return fmt.Errorf("%s", strings.Join(msgs, "; "))
-}
-
 // offerTools works out the tools of a turn: explicit (names) or, when
 // names is nil, every tool of the deployed envs minus hidden ("env/tool"),
 // plus end_turn for multi-turn tasks.

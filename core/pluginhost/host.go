@@ -339,7 +339,13 @@ func (h *Host) fingerprint(ctx context.Context, c candidate) Entry {
 	}
 	e.SHA256 = sum
 	info, ok := h.fp.info(sum, c.args)
-	if !ok {
+	if ok {
+		// The cache is keyed by content: a renamed copy of a plugin finds
+		// the Info of the original, which must still name this one.
+		if err := c.matches(info); err != nil {
+			return failed(err)
+		}
+	} else {
 		in, err := h.start(ctx, c, nil, true)
 		if err != nil {
 			return failed(err)

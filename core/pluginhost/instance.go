@@ -163,14 +163,23 @@ func (h *Host) start(ctx context.Context, c candidate, passEnv []string, probe b
 	if err != nil {
 		return fail(fmt.Errorf("Info call failed: %w", err))
 	}
-	if info.Kind != c.kind || info.Name != c.name {
-		return fail(fmt.Errorf("its Info says it is %s-%s, but it was found as %s", info.Kind, info.Name, c.id()))
+	if err := c.matches(info); err != nil {
+		return fail(err)
 	}
 	in.info = info
 	if in.schema, err = compileSchema(info.ConfigSchema); err != nil {
 		return fail(err)
 	}
 	return in, nil
+}
+
+// matches checks that a plugin's Info names the plugin it was found as
+// (its canonical name: aliases are resolved when it is found).
+func (c candidate) matches(info sdk.Info) error {
+	if info.Kind != c.kind || info.Name != c.name {
+		return fmt.Errorf("its Info says it is %s-%s, but it was found as %s", info.Kind, info.Name, c.id())
+	}
+	return nil
 }
 
 // PassEnvKey is the configuration key through which a plugin's config

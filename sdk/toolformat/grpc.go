@@ -49,15 +49,7 @@ func (s *server) Parse(ctx context.Context, req *pb.ParseRequest) (*pb.ParseResp
 	if err != nil {
 		return nil, wire.ToStatus(err)
 	}
-	valid := func(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
-	out := &pb.ParseResponse{Content: valid(p.Content)}
-	for _, c := range p.Calls {
-		out.Calls = append(out.Calls, &pb.Call{Name: valid(c.Name), Arguments: c.Arguments})
-	}
-	for _, u := range p.Unparsed {
-		out.Unparsed = append(out.Unparsed, &pb.Unparsed{Text: valid(u.Text), Reason: valid(u.Reason)})
-	}
-	return out, nil
+	return boundedResponse(p), nil
 }
 
 // Client is the host side of a tool-format plugin.
@@ -83,7 +75,7 @@ func (c *Client) Parse(ctx context.Context, text string, tools []Tool) (Parsed, 
 	if err != nil {
 		return Parsed{}, wire.FromStatus(err)
 	}
-	out := Parsed{Content: r.Content}
+	out := Parsed{Content: r.Content, UnparsedOmitted: int(r.UnparsedOmitted), CallsOmitted: int(r.CallsOmitted)}
 	for _, call := range r.Calls {
 		out.Calls = append(out.Calls, Call{Name: call.Name, Arguments: json.RawMessage(call.Arguments)})
 	}
