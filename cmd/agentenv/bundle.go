@@ -147,4 +147,3 @@ func plural(n int, word string) string {
 	}
 	return word + "s"
 }
-
