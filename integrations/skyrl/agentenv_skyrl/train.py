@@ -50,9 +50,10 @@ def read_servers(path: str) -> List[Mapping]:
 
 
 def token_secrets(paths: Iterable[str], environ: Mapping[str, str] = os.environ,
-                  read: Callable[[str], List[Mapping]] = read_servers) -> Dict[str, str]:
+                  read: Optional[Callable[[str], List[Mapping]]] = None) -> Dict[str, str]:
     """The token of every variable the rows name, from `environ`. A variable
     named but unset stops training before it starts."""
+    read = read or read_servers
     named: Dict[str, str] = {}
     for path in paths:
         for server in read(path):
