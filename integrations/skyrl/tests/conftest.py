@@ -275,3 +275,4 @@ def gridsim_policy(kind):
         return "Submitted." + END
 
     return policy
+
