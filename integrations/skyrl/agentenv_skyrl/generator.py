@@ -83,7 +83,9 @@ def mask_failed(output: Dict[str, Any], input_batch: Dict[str, Any]) -> int:
     env_metrics = output.get("env_metrics")
     if not env_metrics:
         return 0
-    failed = [i for i, m in enumerate(env_metrics) if m and m.get("failed")]
+    classes = input_batch.get("env_classes") or []
+    ours = (lambda i: classes[i] == ENV_ID) if len(classes) == len(env_metrics) else (lambda i: True)
+    failed = [i for i, m in enumerate(env_metrics) if m and m.get("failed") and ours(i)]
     if not failed:
         return 0
     metadata = input_batch.get("batch_metadata")
