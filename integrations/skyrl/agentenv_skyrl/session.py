@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any, Dict, Optional
 
-from .rows import AgentEnvError
+from .rows import AgentEnvError, ws_url
 
 try:  # websockets >= 13: the new asyncio client
     from websockets.asyncio.client import connect as _connect
@@ -176,8 +176,6 @@ class Session:
         return reply["data"]
 
     async def _open(self, timeout: float) -> None:
-        from .rows import ws_url
-
         try:
             self._ws = await _connect(
                 ws_url(self.url),

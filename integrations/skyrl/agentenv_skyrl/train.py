@@ -92,13 +92,12 @@ def experiment(cfg):
                 policy_model_name=resolve_policy_model_name(cfg),
             )
 
-        def get_trainer(self, cfg, *args, **kwargs):
+        # SkyRL passes every argument by name (cfg, tracker, tokenizer, ..., colocate_pg).
+        def get_trainer(self, cfg, **kwargs):
             if not fully_async(cfg):
-                return super().get_trainer(cfg, *args, **kwargs)
+                return super().get_trainer(cfg=cfg, **kwargs)
             from skyrl.train.fully_async_trainer import FullyAsyncRayPPOTrainer
 
-            names = ("tracker", "tokenizer", "train_dataset", "eval_dataset", "inference_engine_client", "generator", "colocate_pg")
-            kwargs.update(zip(names, args))
             return FullyAsyncRayPPOTrainer(cfg=cfg, **kwargs)
 
     return AgentEnvExp(cfg)
@@ -118,8 +117,7 @@ def entrypoint(cfg, secrets: Dict[str, str]) -> None:
 def main(argv: Optional[Sequence[str]] = None) -> None:
     import ray
     from skyrl.train.config import SkyRLTrainConfig
-    from skyrl.train.entrypoints.main_base import validate_cfg
-    from skyrl.train.utils import initialize_ray
+    from skyrl.train.utils import initialize_ray, validate_cfg
 
     cfg = SkyRLTrainConfig.from_cli_overrides(list(sys.argv[1:] if argv is None else argv))
     if cfg.generator.batched:

@@ -9,11 +9,6 @@ class RayPPOTrainer:
         self.cfg, self.generator = cfg, generator
 
 
-def validate_cfg(cfg):
-    if cfg.generator.max_turns < 1:
-        raise ValueError("generator.max_turns must be at least 1")
-
-
 class BasePPOExp:
     tokenizer = None  # a test sets these, and on_run(trainer), which runs
     inference_engine_client = None  # inside the task as SkyRL's training loop would
@@ -34,7 +29,8 @@ class BasePPOExp:
 
     def run(self):
         generator = self.get_generator(self.cfg, self.tokenizer, self.inference_engine_client)
-        trainer = self.get_trainer(self.cfg, None, self.tokenizer, None, None, self.inference_engine_client, generator, None)
+        trainer = self.get_trainer(cfg=self.cfg, tracker=None, tokenizer=self.tokenizer, train_dataset=None, eval_dataset=None,
+                                   inference_engine_client=self.inference_engine_client, generator=generator, colocate_pg=None)
         RUNS.append(trainer)
         if BasePPOExp.on_run is not None:
             BasePPOExp.on_run(trainer)
