@@ -181,3 +181,31 @@ def test_sessions_run_off_the_callers_threads(gridsim):
         t.start()
         t.join()
     assert results[-1]["done"] is True and results[-1]["reward"] == 0.2
+
+
+def test_rollouts_wait_out_a_server_at_capacity(agentenv_bin):
+    import asyncio
+
+    server = Server(agentenv_bin, GRIDSIM, ["--max-concurrent-envs", "2"]).start()
+    try:
+        rows = server.rows("eval", 3)
+        live, most = 0, 0
+
+        async def policy(messages, tid):
+            # Hold each episode a moment, so the others' resets queue at the server.
+            nonlocal live, most
+            replies = sum(1 for role, _ in messages if role == "assistant")
+            if replies == 0:
+                live += 1
+                most = max(most, live)
+                await asyncio.sleep(0.3)
+                return call("submit_schedule", {"schedule": [0] * 24})
+            live -= 1
+            return "Done." + END
+
+        out = generate(make_generator(policy), batch(rows, n_samples=2))
+    finally:
+        server.stop()
+    assert [sum(r) for r in out["rewards"]] == [0.2] * 6
+    assert out["rollout_metrics"]["environment/avg_attempts"] == 1.0
+    assert most == 2  # never more episodes than the server's slots
