@@ -156,11 +156,17 @@ class Session:
     def close(self) -> None:
         """Ends the session (the server tears down a live episode); quiet and bounded."""
         ws, self._ws = self._ws, None
-        if ws is not None:
-            try:
-                _Loop.run(_close(ws), 10.0, "closing the session")
-            except Exception:  # closing is best effort: the server reaps on disconnect
-                pass
+        if ws is None:
+            return
+        if threading.current_thread() is _Loop._thread:
+            # A garbage-collected env's finalizer can run on the loop's own
+            # thread: schedule the close rather than wait on ourselves.
+            _Loop._loop.create_task(_close(ws))
+            return
+        try:
+            _Loop.run(_close(ws), 10.0, "closing the session")
+        except Exception:  # closing is best effort: the server reaps on disconnect
+            pass
 
     # -- on the sessions' loop --------------------------------------------
 
