@@ -12,6 +12,7 @@ import asyncio
 import inspect
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -90,7 +91,9 @@ class Server:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"agentenv serve exited with {self.proc.returncode}:\n{self.log()}")
+                log = self.log()
+                self.close()
+                raise RuntimeError(f"agentenv serve exited with {self.proc.returncode}:\n{log}")
             try:
                 with urllib.request.urlopen(self.url + "/health", timeout=2) as r:
                     if r.status == 200:
@@ -98,7 +101,9 @@ class Server:
             except OSError:
                 pass
             time.sleep(0.1)
-        raise RuntimeError(f"agentenv serve not healthy after {timeout} s:\n{self.log()}")
+        log = self.log()
+        self.close()
+        raise RuntimeError(f"agentenv serve not healthy after {timeout} s:\n{log}")
 
     def stop(self, timeout=60.0):
         if self.proc is not None and self.proc.poll() is None:
@@ -108,6 +113,11 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+    def close(self):
+        """Stops the server and removes its state folder (its log with it)."""
+        self.stop()
+        shutil.rmtree(self.state, ignore_errors=True)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -146,7 +156,7 @@ class Server:
 def gridsim(agentenv_bin):
     s = Server(agentenv_bin, GRIDSIM).start()
     yield s
-    s.stop()
+    s.close()
 
 
 # -- the stand-ins' model side ---------------------------------------------

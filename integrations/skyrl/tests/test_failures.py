@@ -65,7 +65,7 @@ def test_server_restart_mid_episode(agentenv_bin, attempts):
         seen = []
         out, took, submitted, after = restart_scenario(server, rows, seen)
     finally:
-        server.stop()
+        server.close()
     m = out["rollout_metrics"]
     rollouts = GROUPS * SAMPLES
     if attempts == 3:

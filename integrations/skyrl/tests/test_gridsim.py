@@ -167,8 +167,10 @@ def test_the_token_is_used_and_never_written(agentenv_bin, monkeypatch, caplog):
         assert out["env_metrics"][0]["failed"] == 1
         assert "agentenv env failed" in caplog.text
     finally:
-        server.stop()
-    assert TOKEN not in caplog.text and TOKEN not in server.log()
+        served = server.log()
+        server.close()
+    assert "serving:" in served and "token=true" in served
+    assert TOKEN not in caplog.text and TOKEN not in served
 
 
 def test_sessions_run_off_the_callers_threads(gridsim):
@@ -205,7 +207,7 @@ def test_rollouts_wait_out_a_server_at_capacity(agentenv_bin):
 
         out = generate(make_generator(policy), batch(rows, n_samples=2))
     finally:
-        server.stop()
+        server.close()
     assert [sum(r) for r in out["rewards"]] == [0.2] * 6
     assert out["rollout_metrics"]["environment/avg_attempts"] == 1.0
     assert most == 2  # never more episodes than the server's slots

@@ -32,7 +32,7 @@ def failing_once(victim):
 def server(agentenv_bin):
     s = Server(agentenv_bin, GRIDSIM).start()
     yield s
-    s.stop()
+    s.close()
 
 
 def test_a_rollout_failed_on_every_attempt_leaves_its_group_out(server):
@@ -87,4 +87,4 @@ def test_an_episode_that_ends_unscored_raises(agentenv_bin, server, tmp_path):
         with pytest.raises(AgentEnvError, match="task unloaded .* ended unscored .*no day is loaded.*no replay changes that"):
             generate(make_generator(lambda messages, tid: "Ready." + END), batch(rows))
     finally:
-        unscored.stop()
+        unscored.close()

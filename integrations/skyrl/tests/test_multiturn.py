@@ -77,4 +77,4 @@ def test_two_turns_with_end_turn(agentenv_bin, fmt):
         out = generate(make_generator(inbox_policy(fmt), max_turns=3), batch(rows))
         assert sum(out["rewards"][0]) == 0.5 and out["env_metrics"][0]["score/answer-2"] == 0.0
     finally:
-        server.stop()
+        server.close()

@@ -19,7 +19,7 @@ from agentenv_skyrl import train
 def token_server(agentenv_bin):
     s = Server(agentenv_bin, GRIDSIM, ["--token-var", TOKEN_VAR], env={TOKEN_VAR: TOKEN}).start()
     yield s
-    s.stop()
+    s.close()
 
 
 @pytest.fixture
