@@ -11,10 +11,10 @@ import (
 // Paths inside a sandbox. The host's root is visible read-only; these are
 // the sandbox's own.
 const (
-	sbWork  = "/agentenv/work"                        // the env's writable folder: its HOME and working dir
-	sbRun   = "/agentenv/run"                         // the relay's socket (network off)
+	sbWork  = "/agentenv/work"                       // the env's writable folder: its HOME and working dir
+	sbRun   = "/agentenv/run"                        // the relay's socket (network off)
 	sbRelay = "/agentenv/bin/agentenv-sandbox-bwrap" // this binary, run as the relay (network off)
-	sbTmp   = "/tmp"                                  // the env's private /tmp
+	sbTmp   = "/tmp"                                 // the env's private /tmp
 )
 
 // reservedPaths are set up by the sandbox; binds may not target them.
