@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os/exec"
 	"runtime"
-	"syscall"
 	"time"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
@@ -63,14 +62,10 @@ func (p *plugin) Exec(ctx context.Context, sb sandbox.Sandbox, cmd []string) (sa
 	switch {
 	case ctx.Err() != nil:
 		return res, fmt.Errorf("%s: exec %q in %s: %w", pluginID, cmd, sb.ID, ctx.Err())
-	case errors.As(err, &exit):
-		res.ExitCode = exit.ExitCode()
-		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.ExitCode = 128 + int(ws.Signal())
-		}
-	case err != nil:
+	case err != nil && !errors.As(err, &exit):
 		return res, fmt.Errorf("%s: exec %q in %s: %w", pluginID, cmd, sb.ID, err)
 	}
+	res.ExitCode = exitStatus(err)
 	return res, nil
 }
 

@@ -81,24 +81,33 @@ func runKeeper(args []string) int {
 	}
 	infoFile.Close()
 	if ln != nil {
-		go relayFromHost(ln, *relay)
+		// A connection made before the env listens is closed at once, as
+		// a closed port would refuse it.
+		go forward(ln, func() (net.Conn, error) { return dialRelay(*relay, 5*time.Second) }, false)
 	}
-	err = cmd.Wait()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return exit.ExitCode()
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "agentenv-sandbox-bwrap keeper: %v\n", err)
-		return 3
-	}
-	return 0
+	return exitStatus(cmd.Wait())
 }
 
-// relayFromHost connects each connection to the host port with the env,
-// through the relay's socket. A connection made before the env listens is
-// closed at once, as a closed port would refuse it.
-func relayFromHost(ln net.Listener, sock string) {
+// exitStatus is the status a helper exits with when its child ended with
+// err: the child's own, or 128+N for a child killed by signal N.
+func exitStatus(err error) int {
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return exit.ExitCode()
+	}
+	fmt.Fprintf(os.Stderr, "agentenv-sandbox-bwrap: %v\n", err)
+	return 3
+}
+
+// forward connects each connection ln accepts with one dial makes, after
+// sending the ready byte when greet is set; a failed dial closes it.
+func forward(ln net.Listener, dial func() (net.Conn, error), greet bool) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -106,12 +115,17 @@ func relayFromHost(ln net.Listener, sock string) {
 		}
 		go func() {
 			defer c.Close()
-			in, err := dialRelay(sock, 5*time.Second)
+			to, err := dial()
 			if err != nil {
 				return
 			}
-			defer in.Close()
-			splice(c, in)
+			defer to.Close()
+			if greet {
+				if _, err := c.Write([]byte{ready}); err != nil {
+					return
+				}
+			}
+			splice(c, to)
 		}()
 	}
 }
@@ -176,38 +190,8 @@ func runRelay(args []string) int {
 		return 127
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(*port))
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				env, err := net.DialTimeout("tcp", addr, 5*time.Second)
-				if err != nil {
-					return
-				}
-				defer env.Close()
-				if _, err := c.Write([]byte{ready}); err != nil {
-					return
-				}
-				splice(c, env)
-			}()
-		}
-	}()
-	err = cmd.Wait()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return exit.ExitCode()
-	}
-	if err != nil {
-		return 3
-	}
-	return 0
+	go forward(ln, func() (net.Conn, error) { return net.DialTimeout("tcp", addr, 5*time.Second) }, true)
+	return exitStatus(cmd.Wait())
 }
 
 // runLimit: limit [--nofile N] [--fsize BYTES] [--cpu SECONDS] [--as BYTES]
