@@ -89,3 +89,47 @@ func TestServeGridSimThroughHotSwap(t *testing.T) {
 		t.Errorf("left in the state dir: %v", entries)
 	}
 }
+
+// A server killed mid-episode (kill -9: its plugins die with it) leaves
+// the episode's sandbox running; the next server on the same bundle and
+// address reaps it through the plugin before serving.
+func TestServeReapsAfterHostCrash(t *testing.T) {
+	needBwrap(t)
+	plugins, stateDir := t.TempDir(), t.TempDir()
+	goBuild(t, "./examples/sandbox-bwrap", filepath.Join(plugins, "agentenv-sandbox-bwrap"))
+	addr := freeAddr(t)
+	serveArgs := []string{"serve", filepath.Join(repoRoot, "examples", "gridsim"), "--sandbox", "bwrap", "--addr", addr,
+		"--sandbox-config", "state_dir=" + stateDir}
+	env := []string{"AGENTENV_PLUGIN_PATH=" + plugins}
+	serving := regexp.MustCompile(`agentenv: serving: `)
+
+	first := start(t, env, false, agentenv(t), serveArgs...)
+	waitOutput(t, first.out, serving, 5*time.Minute, "serving line")
+	play := start(t, nil, true, agentenv(t), "play", "http://"+addr, "--task", "day/eval-003")
+	waitOutput(t, play.out, regexp.MustCompile(`--- reply`), time.Minute, "first prompt")
+	live := keepers(stateDir)
+	if len(live) != 1 {
+		t.Fatalf("keepers of the live episode's sandbox: %v", live)
+	}
+	if err := syscall.Kill(first.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.wait(t, 10*time.Second)
+	_ = play.wait(t, 10*time.Second)
+	if got := keepers(stateDir); len(got) != 1 || got[0] != live[0] {
+		t.Fatalf("the sandbox did not outlive the killed server: keepers %v, want %v", got, live)
+	}
+
+	second := start(t, env, false, agentenv(t), serveArgs...)
+	waitOutput(t, second.out, serving, 5*time.Minute, "serving line")
+	waitOutput(t, second.out, regexp.MustCompile(`reaped sandboxes an earlier run left behind: .*count=1`), time.Second, "the reaping")
+	if left := keepers(stateDir); len(left) > 0 {
+		t.Fatalf("sandbox still running after the second server reaped: %v\n%s", left, second.out)
+	}
+	if err := syscall.Kill(second.cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.wait(t, time.Minute); err != nil {
+		t.Fatalf("serve: %v\n%s", err, second.out)
+	}
+}
