@@ -33,17 +33,24 @@ func procStart(pid int) (uint64, bool) {
 	return v, err == nil
 }
 
-// running reports whether pid is the process that started at start and
-// has not exited (a zombie has). start 0 accepts any process.
+// running reports whether pid is the process that started at start (so
+// not a later one the kernel gave the same pid) and has not exited. An
+// unknown start (0) is not enough to signal a process by.
 func running(pid int, start uint64) bool {
+	f, ok := live(pid)
+	return ok && start != 0 && f[19] == strconv.FormatUint(start, 10)
+}
+
+// live returns a process's stat fields if it exists and is not a zombie.
+func live(pid int) ([]string, bool) {
 	if pid <= 0 {
-		return false
+		return nil, false
 	}
 	f, ok := statFields(pid)
 	if !ok || f[0] == "Z" || f[0] == "X" {
-		return false
+		return nil, false
 	}
-	return start == 0 || f[19] == strconv.FormatUint(start, 10)
+	return f, true
 }
 
 // pids lists the processes in /proc.
@@ -82,8 +89,10 @@ func members(ns uint64) []int {
 	}
 	var out []int
 	for _, pid := range pids() {
-		if got, ok := pidNamespace(pid); ok && got == ns && running(pid, 0) {
-			out = append(out, pid)
+		if got, ok := pidNamespace(pid); ok && got == ns {
+			if _, ok := live(pid); ok {
+				out = append(out, pid)
+			}
 		}
 	}
 	return out
@@ -100,7 +109,10 @@ func findKeeper(root string) (int, bool) {
 			continue
 		}
 		args := strings.Split(string(data), "\x00")
-		if len(args) > 3 && args[1] == "keep" && args[2] == "--info" && args[3] == want && running(pid, 0) {
+		if len(args) > 3 && args[1] == "keep" && args[2] == "--info" && args[3] == want {
+			if _, ok := live(pid); !ok {
+				continue
+			}
 			return pid, true
 		}
 	}

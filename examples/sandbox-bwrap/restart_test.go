@@ -44,7 +44,7 @@ func TestEnvOutlivesKilledPlugin(t *testing.T) {
 	if err := syscall.Kill(pluginPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the plugin process to die", func() bool { return !running(pluginPID, 0) })
+	waitFor(t, "the plugin process to die", func() bool { return !isLive(pluginPID) })
 	if got := ask(t, sb.Endpoint, "/"); got != "testenv" {
 		t.Fatalf("the env after its plugin was killed: %q", got)
 	}
@@ -77,7 +77,7 @@ func pidOf(t *testing.T, bin string) int {
 	t.Helper()
 	var found []int
 	for _, pid := range pids() {
-		if exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); err == nil && exe == bin && running(pid, 0) {
+		if exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); err == nil && exe == bin && isLive(pid) {
 			cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 			if args := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00"); len(args) == 1 {
 				found = append(found, pid) // the plugin has no arguments; keepers have some
@@ -199,3 +199,5 @@ func TestImportsOnlyTheSDK(t *testing.T) {
 		t.Errorf("go list shows no SDK package at all:\n%s", out)
 	}
 }
+
+func isLive(pid int) bool { _, ok := live(pid); return ok }

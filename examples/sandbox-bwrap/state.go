@@ -177,6 +177,11 @@ func (st *state) learnInit() bool {
 	if json.Unmarshal(data, &info) != nil || info.ChildPID <= 0 {
 		return false
 	}
+	// The pid is the sandbox's init only while it is in the sandbox's
+	// namespace: a file outliving its sandbox must not name a stranger.
+	if ns, ok := pidNamespace(info.ChildPID); !ok || ns != info.PidNS {
+		return false
+	}
 	start, ok := procStart(info.ChildPID)
 	if !ok {
 		return false
