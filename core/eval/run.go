@@ -122,8 +122,8 @@ type runner struct {
 	log hclog.Logger
 
 	toolsMu sync.Mutex
-	tools   map[string]*toolsEntry   // by toolset
-	prompts map[string]*promptEntry  // by task id
+	tools   map[string]*toolsEntry  // by toolset
+	prompts map[string]*promptEntry // by task id
 	cancel  context.CancelCauseFunc // stops the run on a fatal error
 
 	mu    sync.Mutex
