@@ -225,14 +225,15 @@ func replaceFile(path string, b []byte) error {
 // append writes r as one line, in one write: a kill leaves whole lines,
 // or at worst one cut-off last line, which --resume removes.
 func (w *results) append(r *Record) error {
-	b, err := json.Marshal(r)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // prompts and replies are full of <tool_call>
+	if err := enc.Encode(r); err != nil { // one line, ending in \n
 		return fmt.Errorf("write %s: %w", w.path, err)
 	}
-	b = append(b, '\n')
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, err := w.f.Write(b); err != nil {
+	if _, err := w.f.Write(buf.Bytes()); err != nil {
 		return fmt.Errorf("write %s: %w", w.path, err)
 	}
 	return nil
