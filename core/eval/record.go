@@ -227,7 +227,7 @@ func replaceFile(path string, b []byte) error {
 func (w *results) append(r *Record) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // prompts and replies are full of <tool_call>
+	enc.SetEscapeHTML(false)              // prompts and replies are full of <tool_call>
 	if err := enc.Encode(r); err != nil { // one line, ending in \n
 		return fmt.Errorf("write %s: %w", w.path, err)
 	}
