@@ -173,7 +173,7 @@ func runEval(ctx context.Context, url string, o evalOptions, changed func(string
 	}
 	sum, err := eval.Run(ctx, eo)
 	bar.finish()
-	if sum == nil {
+	if sum == nil || (err != nil && sum.Rollouts == 0 && ctx.Err() == nil) {
 		return explainServerError(err, o.tokenVar, token != "")
 	}
 	if o.json {
@@ -220,7 +220,7 @@ func writeSummary(w io.Writer, s *eval.Summary, out string) {
 		}
 		sort.Strings(causes)
 		for _, c := range causes {
-			fmt.Fprintf(w, "  failed (%s)%s %d, e.g. %s\n", c, strings.Repeat(" ", max(0, 8-len(c))), s.Failures[c], s.FailureExamples[c])
+			fmt.Fprintf(w, "  %-14s %d, e.g. %s\n", "failed ("+c+")", s.Failures[c], s.FailureExamples[c])
 		}
 	}
 	if s.Replayed > 0 {

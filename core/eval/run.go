@@ -239,9 +239,6 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 func listTasks(ctx context.Context, cat *skyrl.HTTPCatalog, split string, limit int) ([]skyrl.TaskEntry, error) {
 	splits, err := cat.Splits(ctx)
 	if err != nil {
-		if errors.Is(err, skyrl.ErrUnauthorized) {
-			return nil, fmt.Errorf("list the splits: %w: export the server's token in the variable --token-var names", err)
-		}
 		return nil, fmt.Errorf("list the splits: %w", err)
 	}
 	var names []string

@@ -1,0 +1,627 @@
+package main
+
+// End-to-end tests of `agentenv eval`: the real binary as a subprocess,
+// against `agentenv serve examples/gridsim` and the GridSim policy server
+// (examples/gridsim/cmd/gridsim-policy) or a stand-in endpoint that fails.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentenv/agentenv/core/dataset/skyrl"
+	"github.com/agentenv/agentenv/core/dataset/skyrl/oracles"
+	"github.com/agentenv/agentenv/core/eval"
+)
+
+var (
+	policyOnce sync.Once
+	policyBin  string
+	policyErr  string
+)
+
+// gridsimPolicy builds the policy server once per run, beside agentenv.
+func gridsimPolicy(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Dir(agentenv(t))
+	policyOnce.Do(func() {
+		policyBin = filepath.Join(dir, "gridsim-policy")
+		cmd := exec.Command("go", "build", "-o", policyBin, "github.com/agentenv/agentenv/examples/gridsim/cmd/gridsim-policy")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			policyErr = err.Error() + "\n" + string(out)
+		}
+	})
+	if policyErr != "" {
+		t.Fatalf("build gridsim-policy: %s", policyErr)
+	}
+	return policyBin
+}
+
+// startPolicy runs the policy server and returns its API base URL.
+func startPolicy(t *testing.T, args ...string) string {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(gridsimPolicy(t), append([]string{"--addr", addr, "--log-level", "warn"}, args...)...)
+	log := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := http.Get("http://" + addr + "/health"); err == nil {
+			resp.Body.Close()
+			return "http://" + addr + "/v1"
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gridsim-policy not up:\n%s", log)
+		}
+	}
+}
+
+// runEvalCmd runs agentenv eval, returning stdout, stderr and the exit code.
+func runEvalCmd(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(agentenv(t), append([]string{"eval"}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+const noThinking = `{"enable_thinking": false}`
+
+// evalArgs are the common arguments: the server, the endpoint, the model
+// and Qwen3's tokenizer, and the results file.
+func evalArgs(t *testing.T, server, modelURL, model, out string, more ...string) []string {
+	return append([]string{"http://" + server, "--model-url", modelURL, "--model", model,
+		"--tokenizer", oracles.Qwen3Dir(t), "--chat-template-kwargs", noThinking, "--out", out}, more...)
+}
+
+func decodeSummary(t *testing.T, stdout, stderr string) eval.Summary {
+	t.Helper()
+	var s eval.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatalf("--json output: %v\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	return s
+}
+
+func readRecords(t *testing.T, path string) []eval.Record {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []eval.Record
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var r eval.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("%s line %d: %v", path, len(out)+1, err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// The scripted policies on the 200 eval days, through a real server: the
+// documented baselines, the malformed policy's calls unparsed with their
+// reasons, each prompt the one `skyrl rows` writes, and the greedy
+// policy's perfect days as an SFT file DuckDB reads.
+func TestEvalGridSimPolicies(t *testing.T) {
+	addr := freeAddr(t)
+	srv := startServe(t, gridsimBundle, addr, t.TempDir(), nil)
+	model := startPolicy(t)
+	dir := t.TempDir()
+
+	// The rows writer's prompts for the same split, to compare with.
+	rowsDir := filepath.Join(dir, "rows")
+	if stdout, stderr, code := runSkyrl(t, nil, "http://"+addr, rowsDir, "--tokenizer", oracles.Qwen3Dir(t),
+		"--max-prompt-length", "3072", "--chat-template-kwargs", noThinking, "--splits", "eval"); code != 0 {
+		t.Fatalf("skyrl rows: exit %d\n%s%s", code, stdout, stderr)
+	}
+	rows, err := skyrl.ReadRows(filepath.Join(rowsDir, "eval.parquet"))
+	if err != nil || len(rows) != 200 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+
+	for _, c := range []struct {
+		policy string
+		mean   string // %.3f
+		extra  []string
+		check  func(t *testing.T, s eval.Summary, recs []eval.Record)
+	}{
+		{policy: "optimal", mean: "1.000", check: func(t *testing.T, s eval.Summary, recs []eval.Record) {
+			for i, r := range recs {
+				if *r.Reward != 1 || r.Scores["grade"] != 1 {
+					t.Fatalf("rollout %d: %+v", i, r)
+				}
+			}
+			// Each prompt is the row's prompt, byte for byte.
+			byTask := map[string]eval.Record{}
+			for _, r := range recs {
+				byTask[r.TaskID] = r
+			}
+			for _, row := range rows {
+				r := byTask[row.Episode.TaskID]
+				if len(r.Messages) < 2 || r.Messages[0].Role != row.Prompt[0].Role || r.Messages[0].Content != row.Prompt[0].Content ||
+					r.Messages[1].Role != row.Prompt[1].Role || r.Messages[1].Content != row.Prompt[1].Content {
+					t.Fatalf("task %s: eval's prompt is not the row's:\n%q\n%q", row.Episode.TaskID, r.Messages[:2], row.Prompt)
+				}
+			}
+		}},
+		{policy: "idle", mean: "0.200", check: func(t *testing.T, s eval.Summary, recs []eval.Record) {
+			for i, r := range recs {
+				if *r.Reward != 0.2 {
+					t.Fatalf("rollout %d: %+v", i, r)
+				}
+			}
+			if s.StdErr != 0 {
+				t.Errorf("standard error %v of a constant", s.StdErr)
+			}
+		}},
+		{policy: "greedy", mean: "0.927", extra: []string{"--sft-out", filepath.Join(dir, "sft.parquet"), "--sft-min-reward", "1"},
+			check: func(t *testing.T, s eval.Summary, recs []eval.Record) {
+				perfect := map[string]eval.Record{}
+				for _, r := range recs {
+					if *r.Reward >= 1 {
+						perfect[r.TaskID] = r
+					}
+				}
+				// docs/gridsim.md: greedy grades 1 on 73 of the 200 days.
+				if len(perfect) != 73 || s.SFT == nil || s.SFT.Rows != 73 {
+					t.Fatalf("%d perfect rollouts, SFT %+v", len(perfect), s.SFT)
+				}
+				checkSFT(t, filepath.Join(dir, "sft.parquet"), perfect)
+			}},
+		{policy: "malformed", mean: "0.000", check: func(t *testing.T, s eval.Summary, recs []eval.Record) {
+			if s.UnparsedCalls != 400 || s.ToolCalls != 0 || len(s.UnparsedReasons) != 2 {
+				t.Fatalf("%+v", s)
+			}
+			for _, r := range s.UnparsedReasons {
+				if r.Count != 200 || !(strings.HasPrefix(r.Reason, "invalid JSON at offset 51: the JSON ends before the object is complete") ||
+					strings.HasPrefix(r.Reason, `call to "submit_schedule": "arguments" is a string`)) {
+					t.Errorf("reason %+v", r)
+				}
+			}
+			for _, r := range recs {
+				if len(r.Unparsed) != 2 || r.Unparsed[0].Turn != 1 || r.Unparsed[1].Turn != 2 || r.Metrics["unparsed_calls"] != 2 || *r.Reward != 0 {
+					t.Fatalf("%s: %+v %v", r.TaskID, r.Unparsed, r.Metrics)
+				}
+			}
+		}},
+	} {
+		t.Run(c.policy, func(t *testing.T) {
+			out := filepath.Join(dir, c.policy+".jsonl")
+			stdout, stderr, code := runEvalCmd(t, evalArgs(t, addr, model, c.policy, out, append([]string{"--json", "--concurrency", "32"}, c.extra...)...)...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s\nserver:\n%s", code, stdout, stderr, srv.log)
+			}
+			s := decodeSummary(t, stdout, stderr)
+			if s.Rollouts != 200 || s.Expected != 200 || s.Scored != 200 || s.Failed != 0 || s.Played != 200 ||
+				fmt.Sprintf("%.3f", s.MeanReward) != c.mean || fmt.Sprintf("%.3f", s.Scores["grade"]) != c.mean {
+				t.Fatalf("summary %+v, want mean %s", s, c.mean)
+			}
+			if !strings.Contains(stderr, "200/200 rollouts, mean reward "+c.mean) {
+				t.Errorf("no progress on stderr:\n%s", stderr)
+			}
+			recs := readRecords(t, out)
+			if len(recs) != 200 {
+				t.Fatalf("%d lines", len(recs))
+			}
+			seen := map[string]bool{}
+			var sum float64
+			for _, r := range recs {
+				if seen[r.TaskID] || r.Split != "eval" || r.Model != c.policy || r.ToolFormat != "hermes" || r.Reward == nil ||
+					r.Attempts != 1 || r.Failure != nil || len(r.Turns) != 3 || r.Timings.EnvS <= 0 || r.Timings.ModelS <= 0 ||
+					r.Timings.WallS < r.Timings.EnvS+r.Timings.ModelS-1e-3 || r.EpisodeID == "" {
+					t.Fatalf("record %+v", r)
+				}
+				seen[r.TaskID] = true
+				sum += *r.Reward
+			}
+			if math.Abs(sum/200-s.MeanReward) > 1e-9 {
+				t.Fatalf("mean of the lines %v, summary %v", sum/200, s.MeanReward)
+			}
+			c.check(t, s, recs)
+		})
+	}
+	if code := srv.signalAndWait(t, syscall.SIGTERM, 10*time.Second); code != 0 {
+		t.Fatalf("serve exit %d", code)
+	}
+}
+
+// checkSFT reads the SFT file with DuckDB: one conversation per perfect
+// rollout, as the model played it.
+func checkSFT(t *testing.T, file string, perfect map[string]eval.Record) {
+	t.Helper()
+	var got struct {
+		Rows []struct {
+			Messages []eval.Message `json:"messages"`
+			TaskID   string         `json:"task_id"`
+			Reward   float64        `json:"reward"`
+		}
+	}
+	raw := oracles.DuckDBScript(t, filepath.Join("..", "..", "core", "eval", "testdata", "read_sft.js"), file)
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Rows) != len(perfect) {
+		t.Fatalf("%d rows, want %d", len(got.Rows), len(perfect))
+	}
+	prev := ""
+	for _, row := range got.Rows {
+		r, ok := perfect[row.TaskID]
+		if !ok || row.Reward != 1 || row.TaskID <= prev {
+			t.Fatalf("row %s (reward %v) out of place", row.TaskID, row.Reward)
+		}
+		prev = row.TaskID
+		m := row.Messages
+		roles := []string{}
+		for _, x := range m {
+			roles = append(roles, x.Role)
+		}
+		if strings.Join(roles, ",") != "system,user,assistant,tool,assistant,tool,assistant" {
+			t.Fatalf("%s: roles %v", row.TaskID, roles)
+		}
+		for i := range m {
+			if m[i] != r.Messages[i] {
+				t.Fatalf("%s message %d: %q, the rollout has %q", row.TaskID, i, m[i], r.Messages[i])
+			}
+		}
+		if !strings.Contains(m[0].Content, "<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_prices\"") ||
+			m[2].Content != "<tool_call>\n{\"name\": \"get_prices\", \"arguments\": {}}\n</tool_call>" ||
+			!strings.Contains(m[3].Content, `"prices":[`) ||
+			!strings.HasPrefix(m[4].Content, "<tool_call>\n{\"name\": \"submit_schedule\", \"arguments\": {\"schedule\": [") ||
+			!strings.HasPrefix(m[5].Content, "Schedule accepted") || m[6].Content != "The schedule is submitted." {
+			t.Fatalf("%s: %q", row.TaskID, m)
+		}
+	}
+}
+
+// qwen3_coder end to end: the policy server writes Qwen3-Coder calls, the
+// prompt shows the tools in the Qwen3-Coder layout, the server reads them.
+func TestEvalQwen3Coder(t *testing.T) {
+	addr := freeAddr(t)
+	startServe(t, gridsimBundle, addr, t.TempDir(), nil)
+	model := startPolicy(t, "--tool-format", "qwen3_coder")
+	// A tokenizer folder whose chat template lays tools out as Qwen3-Coder's.
+	tok := t.TempDir()
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		b, err := os.ReadFile(filepath.Join(oracles.Qwen3Dir(t), f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(tok, f), b, 0o644)
+	}
+	tmpl, err := os.ReadFile(filepath.Join("..", "..", "core", "dataset", "skyrl", "testdata", "coder_layout.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(tok, "chat_template.jinja"), tmpl, 0o644)
+	dir := t.TempDir()
+	run := func(policy string, limit string) (eval.Summary, []eval.Record) {
+		out := filepath.Join(dir, policy+".jsonl")
+		stdout, stderr, code := runEvalCmd(t, "http://"+addr, "--model-url", model, "--model", policy, "--tokenizer", tok,
+			// The server finds the plugin by its binary's spelling; on this
+			// main a reset naming "qwen3_coder" is refused (plugin lookup).
+			"--tool-format", "qwen3coder", "--limit", limit, "--out", out, "--json")
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		return decodeSummary(t, stdout, stderr), readRecords(t, out)
+	}
+	s, recs := run("optimal", "10")
+	if s.Rollouts != 10 || s.MeanReward != 1 || s.ToolCalls != 20 {
+		t.Fatalf("%+v", s)
+	}
+	if sys := recs[0].Messages[0].Content; !strings.Contains(sys, "<tools>\n<function>\n<name>get_prices</name>") {
+		t.Fatalf("system prompt:\n%s", sys)
+	}
+	if a := recs[0].Messages[2].Content; a != "<tool_call>\n<function=get_prices>\n</function>\n</tool_call>" {
+		t.Fatalf("first reply %q", a)
+	}
+	s, _ = run("malformed", "3")
+	if s.UnparsedCalls != 6 || s.MeanReward != 0 || len(s.UnparsedReasons) != 2 ||
+		!strings.Contains(s.UnparsedReasons[0].Reason+s.UnparsedReasons[1].Reason, "(this format does not take JSON calls)") {
+		t.Fatalf("%+v", s)
+	}
+}
+
+// failingEndpoint answers each rollout in one of four ways, in turn: as
+// the idle policy, with HTTP 500, with garbage, or not at all.
+func failingEndpoint(t *testing.T) string {
+	var mu sync.Mutex
+	modes := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Messages []eval.Message }
+		json.NewDecoder(r.Body).Decode(&req)
+		day := req.Messages[1].Content
+		mu.Lock()
+		mode, ok := modes[day]
+		if !ok {
+			mode = len(modes) % 4
+			modes[day] = mode
+		}
+		mu.Unlock()
+		switch mode {
+		case 0:
+			reply := "<tool_call>\n{\"name\": \"submit_schedule\", \"arguments\": {\"schedule\": [" + strings.TrimSuffix(strings.Repeat("0, ", 24), ", ") + "]}}\n</tool_call>"
+			if len(req.Messages) > 2 {
+				reply = "Done."
+			}
+			b, _ := json.Marshal(reply)
+			io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":`+string(b)+`},"finish_reason":"stop"}]}`)
+		case 1:
+			w.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, `{"error":{"message":"the model is down","type":"InternalServerError","code":500}}`)
+		case 2:
+			io.WriteString(w, "\x00\x01 not json")
+		case 3:
+			<-r.Context().Done()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
+
+// A model endpoint that errors, returns garbage or times out fails those
+// rollouts, each reported with its cause; the others are scored; nothing
+// is retried; the exit status says some failed.
+func TestEvalModelFailures(t *testing.T) {
+	addr := freeAddr(t)
+	srv := startServe(t, gridsimBundle, addr, t.TempDir(), nil)
+	model := failingEndpoint(t)
+	out := filepath.Join(t.TempDir(), "r.jsonl")
+	stdout, stderr, code := runEvalCmd(t, evalArgs(t, addr, model, "flaky", out, "--limit", "8", "--concurrency", "8", "--model-timeout", "1s")...)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2\n%s\n%s", code, stdout, stderr)
+	}
+	for _, w := range []string{"8 of 8 rollouts, 2 scored, 6 failed", "mean reward    0.050 ±", "0.200 over the 2 scored", "failed (model) 6, e.g. model endpoint: "} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("summary lacks %q:\n%s", w, stdout)
+		}
+	}
+	recs := readRecords(t, out)
+	if len(recs) != 8 {
+		t.Fatalf("%d lines", len(recs))
+	}
+	causes := map[string]int{}
+	for _, r := range recs {
+		if r.Attempts != 1 {
+			t.Errorf("%s: a model failure was played again (%d attempts)", r.TaskID, r.Attempts)
+		}
+		switch {
+		case r.Failure == nil && *r.Reward == 0.2:
+			causes["scored"]++
+		case r.Failure != nil && r.Failure.Cause == eval.CauseModel && r.Reward == nil:
+			for _, want := range []string{"HTTP 500: the model is down", "the answer is not a chat completion", "no answer within 1s (--model-timeout)"} {
+				if strings.Contains(r.Failure.Error, want) {
+					causes[want]++
+				}
+			}
+			if len(r.Messages) != 2 {
+				t.Errorf("%s: a failed first request keeps %d messages", r.TaskID, len(r.Messages))
+			}
+		default:
+			t.Errorf("record %+v", r)
+		}
+	}
+	if len(causes) != 4 || causes["scored"] != 2 || causes["HTTP 500: the model is down"] != 2 {
+		t.Fatalf("outcomes %v", causes)
+	}
+	// Every episode the failed rollouts left was torn down.
+	deadline := time.Now().Add(30 * time.Second)
+	for metric(metricsText(t, addr, ""), "agentenv_episodes_live") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("episodes left live:\n%s", metricsText(t, addr, ""))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = srv
+}
+
+// flakyBundle copies GridSim with an env whose first two deploys fail.
+func flakyBundle(t *testing.T) (dir, marks string) {
+	t.Helper()
+	src, _ := filepath.Abs(gridsimBundle)
+	dir = filepath.Join(t.TempDir(), "flakygrid")
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	marks = filepath.Join(dir, "envs", "gridsim", "marks")
+	script := `mkdir -p "$AGENTENV_ENV_DIR/marks"; ` +
+		`if [ "$(ls "$AGENTENV_ENV_DIR/marks" | wc -l)" -lt 2 ]; then touch "$AGENTENV_ENV_DIR/marks/$$"; echo flaky start >&2; exit 3; fi; ` +
+		`exec "$AGENTENV_ENV_DIR/bin/gridsim-env"`
+	toml := `build = ["env", "CGO_ENABLED=0", "go", "build", "-trimpath", "-o", "bin/gridsim-env", "."]` + "\n" +
+		fmt.Sprintf("command = [\"sh\", \"-c\", %q]\nport = 18765\n", script)
+	if err := os.WriteFile(filepath.Join(dir, "envs", "gridsim", "env.toml"), []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, marks
+}
+
+// A rollout the env fails is played again on a new episode, up to
+// --attempts; past them it fails with the env's cause.
+func TestEvalEnvFailuresAreRetried(t *testing.T) {
+	bundle, marks := flakyBundle(t)
+	addr := freeAddr(t)
+	startServe(t, bundle, addr, t.TempDir(), nil)
+	model := startPolicy(t)
+	dir := t.TempDir()
+
+	out := filepath.Join(dir, "three.jsonl")
+	stdout, stderr, code := runEvalCmd(t, evalArgs(t, addr, model, "optimal", out, "--limit", "1", "--attempts", "3", "--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if s := decodeSummary(t, stdout, stderr); s.Replayed != 1 || s.MeanReward != 1 {
+		t.Fatalf("%+v", s)
+	}
+	r := readRecords(t, out)[0]
+	if r.Attempts != 3 || len(r.EnvErrors) != 2 || !strings.Contains(r.EnvErrors[0], "DEPLOY_FAILED") || *r.Reward != 1 ||
+		!strings.Contains(stderr, "the env failed a rollout; playing it again on a new episode") {
+		t.Fatalf("%+v\n%s", r, stderr)
+	}
+
+	os.RemoveAll(marks)
+	out = filepath.Join(dir, "two.jsonl")
+	stdout, stderr, code = runEvalCmd(t, evalArgs(t, addr, model, "optimal", out, "--limit", "1", "--attempts", "2", "--json")...)
+	if code != 2 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	s := decodeSummary(t, stdout, stderr)
+	r = readRecords(t, out)[0]
+	if s.Failures["env"] != 1 || r.Attempts != 2 || r.Failure == nil || r.Failure.Cause != "env" ||
+		!strings.Contains(r.Failure.Error, "DEPLOY_FAILED") || len(r.EnvErrors) != 1 {
+		t.Fatalf("%+v\n%+v", s, r)
+	}
+}
+
+// An eval killed mid-run goes on with --resume: the finished rollouts are
+// kept as they were, a line cut off by the kill is played again, and no
+// rollout is lost or played twice.
+func TestEvalResumeAfterKill(t *testing.T) {
+	addr := freeAddr(t)
+	startServe(t, gridsimBundle, addr, t.TempDir(), nil)
+	model := startPolicy(t, "--delay", "30ms")
+	out := filepath.Join(t.TempDir(), "r.jsonl")
+	args := evalArgs(t, addr, model, "idle", out, "--limit", "40", "--concurrency", "4", "--json")
+	cmd := exec.Command(agentenv(t), append([]string{"eval"}, args...)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		b, _ := os.ReadFile(out)
+		if bytes.Count(b, []byte("\n")) >= 8 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("no 8 rollouts in 2 minutes")
+		}
+	}
+	cmd.Process.Kill() // SIGKILL: no cleanup of any kind
+	cmd.Wait()
+	killed, _ := os.ReadFile(out)
+	lines := bytes.Count(killed, []byte("\n"))
+	if lines >= 40 {
+		t.Fatalf("the eval finished (%d lines) before it was killed", lines)
+	}
+	// Cut the last line in half, as a kill during its write would.
+	last := bytes.LastIndexByte(killed[:len(killed)-1], '\n') + 1
+	cut := killed[:last+(len(killed)-last)/2]
+	if err := os.WriteFile(out, cut, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kept := lines - 1
+	// Wait for the killed run's episodes to be torn down, then count.
+	deadline := time.Now().Add(30 * time.Second)
+	for metric(metricsText(t, addr, ""), "agentenv_episodes_live") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("episodes left live")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	doneBefore := metric(metricsText(t, addr, ""), `agentenv_episodes_total{outcome="done"}`)
+
+	stdout, stderr, code := runEvalCmd(t, append(args, "--resume")...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	s := decodeSummary(t, stdout, stderr)
+	if s.Rollouts != 40 || s.Resumed != kept || s.Played != 40-kept || s.MeanReward < 0.2-1e-9 || s.MeanReward > 0.2+1e-9 {
+		t.Fatalf("%+v, kept %d", s, kept)
+	}
+	if !strings.Contains(stderr, "removed a half-written last line") {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+	if played := metric(metricsText(t, addr, ""), `agentenv_episodes_total{outcome="done"}`) - doneBefore; int(played) != 40-kept {
+		t.Fatalf("the server played %v episodes on resume, want %d", played, 40-kept)
+	}
+	after, _ := os.ReadFile(out)
+	if !bytes.HasPrefix(after, killed[:last]) {
+		t.Fatal("the kept lines changed")
+	}
+	recs := readRecords(t, out)
+	seen := map[string]bool{}
+	for _, r := range recs {
+		if seen[r.TaskID] {
+			t.Fatalf("%s twice", r.TaskID)
+		}
+		seen[r.TaskID] = true
+	}
+	if len(recs) != 40 || len(seen) != 40 {
+		t.Fatalf("%d lines, %d tasks", len(recs), len(seen))
+	}
+	// Nothing left to play: a second resume plays nothing.
+	stdout, stderr, code = runEvalCmd(t, append(args, "--resume")...)
+	if s := decodeSummary(t, stdout, stderr); code != 0 || s.Played != 0 || s.Resumed != 40 {
+		t.Fatalf("exit %d %+v", code, s)
+	}
+}
+
+// What eval refuses, and how it says so.
+func TestEvalRefusals(t *testing.T) {
+	addr := freeAddr(t)
+	startServe(t, gridsimBundle, addr, t.TempDir(), nil)
+	model := startPolicy(t)
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "existing.jsonl")
+	os.WriteFile(existing, []byte(`{"task_id":"day/eval-001","split":"eval","model":"other","tool_format":"hermes"}`+"\n"), 0o644)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"results there", evalArgs(t, addr, model, "idle", existing), "--out " + existing + " already holds 1 lines: pass --resume to go on with that eval, or name another file"},
+		{"another eval's results", evalArgs(t, addr, model, "idle", existing, "--resume"), `line 1: a rollout of split "eval", model "other", tool format "hermes"; this eval is split "eval", model "idle"`},
+		{"no such split", evalArgs(t, addr, model, "idle", filepath.Join(dir, "a.jsonl"), "--split", "test"), "--split test: the server has no such split; it has all, eval, train"},
+		{"a tool format the server lacks", evalArgs(t, addr, model, "idle", filepath.Join(dir, "b.jsonl"), "--tool-format", "xml", "--limit", "2"), "the server refused to start task day/eval-00"},
+		{"no server", evalArgs(t, freeAddr(t), model, "idle", filepath.Join(dir, "c.jsonl")), "connection refused"},
+		{"retry without resume", evalArgs(t, addr, model, "idle", filepath.Join(dir, "d.jsonl"), "--retry-failed"), "--retry-failed goes with --resume"},
+		{"bad kwargs", evalArgs(t, addr, model, "idle", filepath.Join(dir, "e.jsonl"), "--chat-template-kwargs", "{x}"), "--chat-template-kwargs: chat template kwargs: not valid JSON"},
+		{"bad model URL", evalArgs(t, addr, "localhost:8000", "idle", filepath.Join(dir, "f.jsonl")), "--model-url: want the API's base URL"},
+		{"unknown model", evalArgs(t, addr, model, "gpt-5", filepath.Join(dir, "g.jsonl"), "--limit", "1"), "The model `gpt-5` does not exist"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stdout, stderr, code := runEvalCmd(t, c.args...)
+			want := 1
+			if c.name == "unknown model" {
+				want = 2 // a model failure, per rollout
+				stderr = stdout
+			}
+			if code != want || !strings.Contains(stderr, c.want) {
+				t.Fatalf("exit %d, output lacks %q:\n%s\n%s", code, c.want, stdout, stderr)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(existing); bytes.Count(b, []byte("\n")) != 1 {
+		t.Fatal("a refused results file was changed")
+	}
+}
