@@ -78,7 +78,14 @@ func startPolicy(t *testing.T, args ...string) string {
 // runEvalCmd runs agentenv eval, returning stdout, stderr and the exit code.
 func runEvalCmd(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return runEvalEnv(t, nil, args...)
+}
+
+// runEvalEnv runs agentenv eval with env added to its environment.
+func runEvalEnv(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command(agentenv(t), append([]string{"eval"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -446,60 +453,75 @@ func TestEvalModelFailures(t *testing.T) {
 	_ = srv
 }
 
-// flakyBundle copies GridSim with an env whose first two deploys fail.
-func flakyBundle(t *testing.T) (dir, marks string) {
+// flakyBundle copies GridSim with an env whose deploys fail by number:
+// failDeploys writes the numbers (from 0, counted from now) that fail.
+func flakyBundle(t *testing.T) (dir string, failDeploys func(numbers string)) {
 	t.Helper()
 	src, _ := filepath.Abs(gridsimBundle)
 	dir = filepath.Join(t.TempDir(), "flakygrid")
 	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}
-	marks = filepath.Join(dir, "envs", "gridsim", "marks")
-	script := `mkdir -p "$AGENTENV_ENV_DIR/marks"; ` +
-		`if [ "$(ls "$AGENTENV_ENV_DIR/marks" | wc -l)" -lt 2 ]; then touch "$AGENTENV_ENV_DIR/marks/$$"; echo flaky start >&2; exit 3; fi; ` +
-		`exec "$AGENTENV_ENV_DIR/bin/gridsim-env"`
+	envDir := filepath.Join(dir, "envs", "gridsim")
+	script := `d="$AGENTENV_ENV_DIR"; mkdir -p "$d/marks"; n=$(ls "$d/marks" | wc -l); touch "$d/marks/$$"; ` +
+		`case " $(cat "$d/fail") " in *" $n "*) echo flaky deploy $n >&2; exit 3;; esac; exec "$d/bin/gridsim-env"`
 	toml := `build = ["env", "CGO_ENABLED=0", "go", "build", "-trimpath", "-o", "bin/gridsim-env", "."]` + "\n" +
 		fmt.Sprintf("command = [\"sh\", \"-c\", %q]\nport = 18765\n", script)
-	if err := os.WriteFile(filepath.Join(dir, "envs", "gridsim", "env.toml"), []byte(toml), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(envDir, "env.toml"), []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return dir, marks
+	failDeploys = func(numbers string) {
+		os.RemoveAll(filepath.Join(envDir, "marks"))
+		if err := os.WriteFile(filepath.Join(envDir, "fail"), []byte(numbers), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failDeploys("")
+	return dir, failDeploys
 }
 
 // A rollout the env fails is played again on a new episode, up to
 // --attempts; past them it fails with the env's cause.
 func TestEvalEnvFailuresAreRetried(t *testing.T) {
-	bundle, marks := flakyBundle(t)
+	bundle, failDeploys := flakyBundle(t)
 	addr := freeAddr(t)
 	startServe(t, bundle, addr, t.TempDir(), nil)
 	model := startPolicy(t)
 	dir := t.TempDir()
-
-	out := filepath.Join(dir, "three.jsonl")
-	stdout, stderr, code := runEvalCmd(t, evalArgs(t, addr, model, "optimal", out, "--limit", "1", "--attempts", "3", "--json")...)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	if s := decodeSummary(t, stdout, stderr); s.Replayed != 1 || s.MeanReward != 1 {
-		t.Fatalf("%+v", s)
-	}
-	r := readRecords(t, out)[0]
-	if r.Attempts != 3 || len(r.EnvErrors) != 2 || !strings.Contains(r.EnvErrors[0], "DEPLOY_FAILED") || *r.Reward != 1 ||
-		!strings.Contains(stderr, "the env failed a rollout; playing it again on a new episode") {
-		t.Fatalf("%+v\n%s", r, stderr)
-	}
-
-	os.RemoveAll(marks)
-	out = filepath.Join(dir, "two.jsonl")
-	stdout, stderr, code = runEvalCmd(t, evalArgs(t, addr, model, "optimal", out, "--limit", "1", "--attempts", "2", "--json")...)
-	if code != 2 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	s := decodeSummary(t, stdout, stderr)
-	r = readRecords(t, out)[0]
-	if s.Failures["env"] != 1 || r.Attempts != 2 || r.Failure == nil || r.Failure.Cause != "env" ||
-		!strings.Contains(r.Failure.Error, "DEPLOY_FAILED") || len(r.EnvErrors) != 1 {
-		t.Fatalf("%+v\n%+v", s, r)
+	for _, c := range []struct {
+		name, fail string
+		attempts   string
+		code       int
+		check      func(t *testing.T, s eval.Summary, r eval.Record)
+	}{
+		// Deploy 1 lists the toolset's tools for the first prompt (the server
+		// keeps them after: this case runs first).
+		{"listing the tools fails, then scored", "1 2", "3", 0, func(t *testing.T, s eval.Summary, r eval.Record) {
+			if r.Attempts != 3 || len(r.EnvErrors) != 2 || !strings.Contains(r.EnvErrors[0], "list its tools") || *r.Reward != 1 {
+				t.Fatalf("%+v\n%+v", s, r)
+			}
+		}},
+		{"two failed deploys, then scored", "0 1", "3", 0, func(t *testing.T, s eval.Summary, r eval.Record) {
+			if s.Replayed != 1 || r.Attempts != 3 || len(r.EnvErrors) != 2 || !strings.Contains(r.EnvErrors[0], "DEPLOY_FAILED") || *r.Reward != 1 {
+				t.Fatalf("%+v\n%+v", s, r)
+			}
+		}},
+		{"past the attempts", "0 1", "2", 2, func(t *testing.T, s eval.Summary, r eval.Record) {
+			if s.Failures["env"] != 1 || r.Attempts != 2 || r.Failure == nil || r.Failure.Cause != "env" || r.Reward != nil ||
+				!strings.Contains(r.Failure.Error, "DEPLOY_FAILED") || len(r.EnvErrors) != 1 {
+				t.Fatalf("%+v\n%+v", s, r)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			failDeploys(c.fail)
+			out := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".jsonl")
+			stdout, stderr, code := runEvalCmd(t, evalArgs(t, addr, model, "optimal", out, "--limit", "1", "--attempts", c.attempts, "--json")...)
+			if code != c.code || !strings.Contains(stderr, "the env failed a rollout; playing it again on a new episode") {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			c.check(t, decodeSummary(t, stdout, stderr), readRecords(t, out)[0])
+		})
 	}
 }
 
@@ -623,5 +645,42 @@ func TestEvalRefusals(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(existing); bytes.Count(b, []byte("\n")) != 1 {
 		t.Fatal("a refused results file was changed")
+	}
+}
+
+// A server with a token: eval without it is told how to give it; with it
+// (--token-var) every session carries it. --samples plays each task that
+// many times.
+func TestEvalTokenAndSamples(t *testing.T) {
+	addr := freeAddr(t)
+	startServe(t, gridsimBundle, addr, t.TempDir(), []string{"E2E_TOKEN=" + e2eToken}, "--token-var", "E2E_TOKEN")
+	model := startPolicy(t)
+	dir := t.TempDir()
+	stdout, stderr, code := runEvalEnv(t, []string{"AGENTENV_TOKEN="}, evalArgs(t, addr, model, "idle", filepath.Join(dir, "a.jsonl"), "--limit", "2")...)
+	if code != 1 || !strings.Contains(stderr, "the server refused the token: the server wants a token; export it in $AGENTENV_TOKEN (or name the variable with --token-var)") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	out := filepath.Join(dir, "b.jsonl")
+	stdout, stderr, code = runEvalEnv(t, []string{"E2E_TOKEN=" + e2eToken}, evalArgs(t, addr, model, "random", out, "--limit", "3", "--samples", "2", "--token-var", "E2E_TOKEN", "--json")...)
+	if code != 0 || strings.Contains(stdout+stderr, e2eToken) {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if s := decodeSummary(t, stdout, stderr); s.Rollouts != 6 || s.Expected != 6 {
+		t.Fatalf("%+v", s)
+	}
+	got := map[string]float64{}
+	for _, r := range readRecords(t, out) {
+		got[fmt.Sprintf("%s/%d", r.TaskID, r.Sample)] = *r.Reward
+	}
+	// The random policy is seeded by the day: both samples of a day agree.
+	for _, day := range []string{"day/eval-001", "day/eval-002", "day/eval-003"} {
+		a, okA := got[day+"/0"]
+		b, okB := got[day+"/1"]
+		if !okA || !okB || a != b {
+			t.Fatalf("samples %v", got)
+		}
+	}
+	if len(got) != 6 {
+		t.Fatalf("samples %v", got)
 	}
 }

@@ -129,10 +129,10 @@ func (w *worker) attempt(ctx context.Context, j job, rec *Record, deadline time.
 	}
 	msgs, err := w.r.prompt(ctx, j.entry, obs.Messages)
 	if err != nil {
-		return &errFatal{err}
+		return err
 	}
 	if err := w.sameTools(ctx, j, obs.Tools); err != nil {
-		return &errFatal{err}
+		return err
 	}
 	for !res.Done {
 		t0 := time.Now()
@@ -193,7 +193,7 @@ func (w *worker) sameTools(ctx context.Context, j job, offered []client.Tool) er
 		got = append(got, t.Function.Name)
 	}
 	if strings.Join(got, ",") != strings.Join(tools.Names(), ",") {
-		return fmt.Errorf("task %s offers the tools %v, but its toolset %s lists %v, which the prompt shows the model", j.entry.TaskID, got, j.entry.Toolset, tools.Names())
+		return &errFatal{fmt.Errorf("task %s offers the tools %v, but its toolset %s lists %v, which the prompt shows the model", j.entry.TaskID, got, j.entry.Toolset, tools.Names())}
 	}
 	return nil
 }

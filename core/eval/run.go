@@ -132,10 +132,13 @@ type runner struct {
 	total int
 }
 
+// toolsEntry is a toolset's tools, listed by the first rollout that needs
+// them while the others wait; a failed listing (a deploy) is not kept, so
+// the next rollout lists again.
 type toolsEntry struct {
-	once  sync.Once
-	tools skyrl.Tools
-	err   error
+	mu     sync.Mutex
+	tools  skyrl.Tools
+	listed bool
 }
 
 type promptEntry struct {
@@ -313,8 +316,10 @@ func (r *runner) progress() {
 	r.o.Progress(p)
 }
 
-// toolsetTools returns a toolset's tools as the catalogue sends them
-// (listed once: the server deploys an env to list them).
+// toolsetTools returns a toolset's tools as the catalogue sends them,
+// listed once (the server deploys an env to list them). A listing that
+// failed is an env failure of the rollout; tools that do not parse stop
+// the eval.
 func (r *runner) toolsetTools(ctx context.Context, toolset string) (skyrl.Tools, error) {
 	r.toolsMu.Lock()
 	e := r.tools[toolset]
@@ -323,21 +328,30 @@ func (r *runner) toolsetTools(ctx context.Context, toolset string) (skyrl.Tools,
 		r.tools[toolset] = e
 	}
 	r.toolsMu.Unlock()
-	e.once.Do(func() {
-		raw, err := r.cat.Tools(ctx, toolset)
-		if err != nil {
-			e.err = fmt.Errorf("toolset %s: list its tools: %w", toolset, err)
-			return
-		}
-		e.tools, e.err = skyrl.ParseTools(raw, "toolset "+toolset+"'s tools")
-	})
-	return e.tools, e.err
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.listed {
+		return e.tools, nil
+	}
+	raw, err := r.cat.Tools(ctx, toolset)
+	if err != nil {
+		return skyrl.Tools{}, fmt.Errorf("toolset %s: list its tools: %w", toolset, err)
+	}
+	if e.tools, err = skyrl.ParseTools(raw, "toolset "+toolset+"'s tools"); err != nil {
+		return skyrl.Tools{}, &errFatal{err}
+	}
+	e.listed = true
+	return e.tools, nil
 }
 
 // prompt returns the task's opening messages with its toolset's tools in
 // the system message, as `agentenv skyrl rows` writes them; rendered once
-// per task.
+// per task. A template that cannot render them stops the eval.
 func (r *runner) prompt(ctx context.Context, e skyrl.TaskEntry, opening []client.Message) ([]Message, error) {
+	tools, err := r.toolsetTools(ctx, e.Toolset)
+	if err != nil {
+		return nil, err
+	}
 	r.toolsMu.Lock()
 	p := r.prompts[e.TaskID]
 	if p == nil {
@@ -346,18 +360,13 @@ func (r *runner) prompt(ctx context.Context, e skyrl.TaskEntry, opening []client
 	}
 	r.toolsMu.Unlock()
 	p.once.Do(func() {
-		tools, err := r.toolsetTools(ctx, e.Toolset)
-		if err != nil {
-			p.err = err
-			return
-		}
 		msgs := make([]skyrl.Message, len(opening))
 		for i, m := range opening {
 			msgs[i] = skyrl.Message{Role: m.Role, Content: m.Content}
 		}
 		rendered, err := r.o.Template.TaskPrompt(e.TaskID, e.Toolset, msgs, tools, r.o.Kwargs)
 		if err != nil {
-			p.err = err
+			p.err = &errFatal{err}
 			return
 		}
 		for _, m := range rendered.Messages {
