@@ -198,7 +198,10 @@ func BenchmarkServerStep(b *testing.B) {
 func hermesParse(b *testing.B, offered []client.Tool) func() {
 	b.Helper()
 	agentenv, _ := binaries(b)
-	h, err := pluginhost.New(pluginhost.Options{SelfExe: agentenv, CachePath: "-", Logger: hclog.NewNullLogger()})
+	// Builtins: what that binary serves (the default is what this test
+	// binary links, and it links no tool format).
+	h, err := pluginhost.New(pluginhost.Options{SelfExe: agentenv, Builtins: []string{"toolformat-hermes"},
+		CachePath: "-", Logger: hclog.NewNullLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,6 +6,7 @@ require (
 	github.com/agentenv/agentenv/client v0.0.0-00010101000000-000000000000
 	github.com/agentenv/agentenv/sdk v0.0.0-00010101000000-000000000000
 	github.com/ardanlabs/jinja v1.8.0
+	github.com/dlclark/regexp2 v1.12.0
 	github.com/gorilla/websocket v1.5.3
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-plugin v1.8.0

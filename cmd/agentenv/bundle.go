@@ -29,12 +29,13 @@ func newBundleCmd() *cobra.Command {
 		Long: `check loads a bundle exactly as serve does and prints what it holds: the
 description, the envs, the splits with their task counts, and the toolsets.
 A bundle with problems prints each with its file and line, and exits non-zero.
-With --reward it also checks that every task can be rewarded that way.
+With --reward it also checks that every task can be rewarded that way, and
+that a reward plugin of that name is installed and starts.
 See docs/bundles.md.`,
 		Example: `  agentenv bundle check examples/gridsim
   agentenv bundle check my-bundle --reward mean
   agentenv bundle check my-bundle --reward score:grade`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("the bundle folder to check", "agentenv bundle check examples/gridsim"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("reward") {
 				b, err := bundle.Load(args[0], bundle.Options{})

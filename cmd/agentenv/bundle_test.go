@@ -41,11 +41,10 @@ func TestBundleCheck(t *testing.T) {
 			"3 tasks  envs toy; turns: default; hidden: toy/setup", "turns: look | default; +end_turn",
 			"needs a reward: bundle full: task scored has several verifier steps",
 		}, false},
-		{"reward plugin", []string{full, "--reward", "mean"}, []string{`reward "mean": every task can be rewarded`}, false},
 		{"reward score missing", []string{full, "--reward", "score:grade"}, []string{`5 tasks (chat, level/l1, level/l2, level/l3, quiz) have no verifier step "grade"`}, true},
 		{"broken", []string{broken}, []string{filepath.Join(broken, "tasks", "a.json") + `:2: step "p": unknown step type "prompt"`}, true},
 		{"missing folder", []string{filepath.Join(broken, "nope")}, []string{"no such file or directory"}, true},
-		{"no argument", nil, []string{"accepts 1 arg"}, true},
+		{"no argument", nil, []string{"check needs the bundle folder to check, got none", "bundle check DIR", "--help"}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,5 +62,19 @@ func TestBundleCheck(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// --reward naming a reward plugin is checked against the plugins there
+// are, as serve checks it: a misspelt name fails bundle check too.
+func TestBundleCheckRewardPlugin(t *testing.T) {
+	full := filepath.Join("..", "..", "core", "bundle", "testdata", "full")
+	out, stderr, code := run(t, "", "bundle", "check", full, "--reward", "mean")
+	if code != 0 || !strings.Contains(out, `reward "mean": every task can be rewarded`) {
+		t.Fatalf("--reward mean: exit %d\n%s%s", code, out, stderr)
+	}
+	out, stderr, code = run(t, "", "bundle", "check", full, "--reward", "meen")
+	if code == 0 || strings.Contains(out, "every task can be rewarded") || !strings.Contains(stderr, `reward "meen"`) {
+		t.Fatalf("--reward meen: exit %d\n%s%s", code, out, stderr)
 	}
 }

@@ -417,7 +417,7 @@ func idleReply(t *testing.T) string {
 // when the deadline comes first, the error says so.
 func TestClientWaitsOutCapacity(t *testing.T) {
 	addr := freeAddr(t)
-	startServe(t, gridsimBundle, addr, t.TempDir(), nil, "--max-concurrent-envs", "1")
+	srv := startServe(t, gridsimBundle, addr, t.TempDir(), nil, "--max-concurrent-envs", "1")
 	base := "http://" + addr
 	ctx := ctxFor(t, 2*time.Minute)
 	a := mustDial(t, base, client.Options{})
@@ -460,6 +460,11 @@ func TestClientWaitsOutCapacity(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, client.CodeCapacityReached) ||
 		!strings.Contains(err.Error(), "reset: gave up waiting for the server") || time.Since(start) > 5*time.Second {
 		t.Fatalf("got %v after %s, want a clear deadline error", err, time.Since(start))
+	}
+	// b's episode is live: a clean stop tears it down (SIGKILL would leave
+	// its env for the next start to reap).
+	if code := srv.signalAndWait(t, syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/agentenv/agentenv/sdk/builtin"
 )
 
 func init() {
@@ -14,11 +16,11 @@ func init() {
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			serve, ok := builtins[args[0]]
+			p, ok := builtin.Lookup(args[0])
 			if !ok {
-				return fmt.Errorf("plugin-serve: no built-in plugin %q (built in: %s)", args[0], strings.Join(builtinNames(), ", "))
+				return fmt.Errorf("plugin-serve: no built-in plugin %q (built in: %s)", args[0], strings.Join(builtin.IDs(), ", "))
 			}
-			serve() // does not return
+			p.Serve() // does not return
 			return nil
 		},
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentenv/agentenv/core/pluginhost"
+	"github.com/agentenv/agentenv/sdk/builtin"
 )
 
 // logLevelEnv sets the log level of commands that log (default warn).
@@ -32,9 +33,10 @@ func cliLogger(def hclog.Level) hclog.Logger {
 }
 
 // pluginHostOptions are the plugin host options every command uses: the
-// default search path, the built-ins of this binary.
+// default search path, the built-ins of this binary (sdk/builtin's
+// registry, the host's default).
 func pluginHostOptions(log hclog.Logger) pluginhost.Options {
-	return pluginhost.Options{Logger: log, Builtins: builtinNames()}
+	return pluginhost.Options{Logger: log}
 }
 
 func init() {
@@ -45,7 +47,8 @@ func init() {
 binary is named agentenv-<kind>-<name> and found, first match winning, in the
 folders of $AGENTENV_PLUGIN_PATH (colon-separated), then ~/.agentenv/plugins,
 then the folder holding the agentenv binary. The first-party plugins are also
-built into agentenv; a binary of the same name overrides the built-in one.`,
+built into agentenv (unless it was built with -tags no_<name>); a binary of
+the same name overrides the built-in one.`,
 	}
 	var listJSON bool
 	listCmd := &cobra.Command{
@@ -53,7 +56,9 @@ built into agentenv; a binary of the same name overrides the built-in one.`,
 		Short: "List every plugin found, with its version, source, sha256 and status",
 		Long: `list finds every plugin, starts each one it has not seen before (by sha256)
 to ask for its Info, and prints one line per plugin. STATUS is "ok", or
-"failed: <why>" for a binary that cannot serve as a plugin.`,
+"failed: <why>" for a binary that cannot serve as a plugin. The table ends
+with the first-party plugins this agentenv was built without, if any. It
+exits 1 when any plugin failed, after listing them all.`,
 		Example: "  agentenv plugins list\n  agentenv plugins list --json | jq '.[] | select(.status != \"ok\")'",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -69,9 +74,25 @@ to ask for its Info, and prints one line per plugin. STATUS is "ok", or
 				return fmt.Errorf("list plugins: %w", err)
 			}
 			if listJSON {
-				return writeJSON(cmd.OutOrStdout(), entries)
+				err = writeJSON(cmd.OutOrStdout(), entries)
+			} else {
+				err = writeTable(cmd.OutOrStdout(), entries, h.Omitted())
 			}
-			return writeTable(cmd.OutOrStdout(), entries)
+			if err != nil {
+				return err
+			}
+			// Exit 1 when any plugin failed, so scripts and CI can check an
+			// install (`agentenv plugins list >/dev/null`).
+			failed := 0
+			for _, e := range entries {
+				if !e.OK() {
+					failed++
+				}
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d plugins failed; their STATUS says why", failed, len(entries))
+			}
+			return nil
 		},
 	}
 	listCmd.Flags().BoolVar(&listJSON, "json", false, "print a JSON array of the plugins instead of a table")
@@ -83,8 +104,9 @@ to ask for its Info, and prints one line per plugin. STATUS is "ok", or
 		Long: `inspect starts the plugin (unless its binary is already fingerprinted) and
 prints its Info: name, kind, version, protocols, source, sha256 and the JSON
 Schema its configuration must satisfy. NAME is <kind>-<name> (reward-mean),
-<kind>/<name>, or the bare name when only one kind has it. It exits 1 if the
-plugin is not found or does not work.`,
+<kind>/<name>, or the bare name when only one kind has it; an alias
+(qwen3coder for qwen3_coder) names the plugin too. It exits 1 if the plugin
+is not found or does not work.`,
 		Example: "  agentenv plugins inspect reward-mean\n  agentenv plugins inspect local --json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -122,8 +144,9 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// writeTable prints plugins one per line, like `caddy list-modules`.
-func writeTable(w io.Writer, entries []pluginhost.Entry) error {
+// writeTable prints plugins one per line, like `caddy list-modules`, then
+// the first-party plugins the binary was built without.
+func writeTable(w io.Writer, entries []pluginhost.Entry, omitted []builtin.FirstParty) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tVERSION\tSOURCE\tSHA256\tSTATUS")
 	failed := 0
@@ -136,8 +159,15 @@ func writeTable(w io.Writer, entries []pluginhost.Entry) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\n%d plugins, %d failed\n", len(entries), failed)
-	return err
+	if _, err := fmt.Fprintf(w, "\n%d plugins, %d failed\n", len(entries), failed); err != nil {
+		return err
+	}
+	for _, f := range omitted {
+		if _, err := fmt.Fprintf(w, "not built in: %s (this agentenv was built with -tags %s)\n", f.ID(), f.Tag); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func writeInspect(w io.Writer, e pluginhost.Entry) error {
@@ -147,7 +177,7 @@ func writeInspect(w io.Writer, e pluginhost.Entry) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
 	for _, row := range [][2]string{
-		{"name", e.Name}, {"kind", string(e.Kind)}, {"version", orDash(e.Version)},
+		{"name", e.Name}, {"aliases", orDash(strings.Join(e.Aliases, ", "))}, {"kind", string(e.Kind)}, {"version", orDash(e.Version)},
 		{"protocols", orDash(strings.Join(protocols, ", "))}, {"source", e.Source},
 		{"command", strings.Join(e.Command, " ")}, {"sha256", orDash(e.SHA256)}, {"status", e.Status},
 	} {

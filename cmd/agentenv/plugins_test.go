@@ -12,14 +12,21 @@ import (
 	"testing"
 
 	"github.com/agentenv/agentenv/core/pluginhost"
+	"github.com/agentenv/agentenv/sdk/builtin"
 	"github.com/agentenv/agentenv/sdk/sdktest"
 )
 
-var (
-	agentenvOnce sync.Once
-	agentenvBin  string
-	agentenvErr  string
-)
+// builds holds the agentenv binaries the tests built, by build tags.
+var builds sync.Map // tags -> *agentenvBuild
+
+type agentenvBuild struct {
+	once sync.Once
+	bin  string
+	err  string
+}
+
+// binDir holds them; TestMain removes it.
+var binDir string
 
 // TestMain removes the binary agentenv built, once every test is done.
 // The agentenv processes the tests start keep their caches (plugin
@@ -38,40 +45,60 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Setenv("XDG_CACHE_HOME", cache)
-	code := m.Run()
-	if agentenvBin != "" {
-		os.RemoveAll(filepath.Dir(agentenvBin))
+	if binDir, err = os.MkdirTemp("", "agentenv-cli-test"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
+	code := m.Run()
+	os.RemoveAll(binDir)
 	os.RemoveAll(cache)
 	os.Exit(code)
 }
 
 // agentenv builds this command once per test run.
-func agentenv(t *testing.T) string {
+func agentenv(t *testing.T) string { return agentenvTagged(t, "") }
+
+// agentenvTagged builds this command with the build tags given (e.g.
+// "no_hermes"), once per test run.
+func agentenvTagged(t *testing.T, tags string) string {
 	t.Helper()
-	agentenvOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "agentenv-cli-test")
-		if err != nil {
-			agentenvErr = err.Error()
+	v, _ := builds.LoadOrStore(tags, &agentenvBuild{})
+	b := v.(*agentenvBuild)
+	b.once.Do(func() {
+		bin := filepath.Join(binDir, "agentenv")
+		args := []string{"build", "-o", bin}
+		if tags != "" {
+			bin = filepath.Join(binDir, "tags-"+strings.ReplaceAll(tags, ",", "-"), "agentenv")
+			args = []string{"build", "-o", bin, "-tags", tags}
+		}
+		if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+			b.err = err.Error()
 			return
 		}
-		agentenvBin = filepath.Join(dir, "agentenv")
-		if out, err := exec.Command("go", "build", "-o", agentenvBin, ".").CombinedOutput(); err != nil {
-			agentenvErr = err.Error() + "\n" + string(out)
+		if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+			b.err = err.Error() + "\n" + string(out)
+			return
 		}
+		b.bin = bin
 	})
-	if agentenvErr != "" {
-		t.Fatalf("build agentenv: %s", agentenvErr)
+	if b.err != "" {
+		t.Fatalf("build agentenv (tags %q): %s", tags, b.err)
 	}
-	return agentenvBin
+	return b.bin
 }
 
 // run runs agentenv with a private HOME and cache and the plugin path
 // given, returning stdout, stderr and the exit code.
 func run(t *testing.T, pluginPath string, args ...string) (string, string, int) {
 	t.Helper()
+	return runBin(t, agentenv(t), pluginPath, args...)
+}
+
+// runBin is run with the agentenv binary bin.
+func runBin(t *testing.T, bin, pluginPath string, args ...string) (string, string, int) {
+	t.Helper()
 	home := t.TempDir()
-	cmd := exec.Command(agentenv(t), args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CACHE_HOME=" + filepath.Join(home, "cache"),
 		pluginhost.PathEnv + "=" + pluginPath}
 	var stdout, stderr bytes.Buffer
@@ -99,14 +126,18 @@ func TestPluginsListBuiltins(t *testing.T) {
 	for _, e := range entries {
 		got[e.ID()] = e
 	}
-	for _, id := range builtinNames() {
+	for _, id := range builtin.IDs() {
 		e, ok := got[id]
 		if !ok || e.Source != pluginhost.SourceBuiltin || !e.OK() || e.Version == "" || len(e.SHA256) != 64 {
 			t.Errorf("built-in %s: %+v (found %v)", id, e, ok)
 		}
 	}
-	if len(entries) != len(builtinNames()) {
-		t.Errorf("listed %d plugins, want the %d built-ins", len(entries), len(builtinNames()))
+	if len(entries) != len(builtin.IDs()) {
+		t.Errorf("listed %d plugins, want the %d built-ins", len(entries), len(builtin.IDs()))
+	}
+	// The name users write, with the spellings that resolve to it.
+	if q := got["toolformat-qwen3_coder"]; q.Name != "qwen3_coder" || strings.Join(q.Aliases, " ") != "qwen3coder qwen3-coder" {
+		t.Errorf("qwen3_coder: %+v", q)
 	}
 }
 
@@ -123,9 +154,13 @@ func TestPluginsListExternal(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ext, "agentenv-toolformat-broken"), []byte("#!/bin/sh\necho oops\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A failed plugin makes list exit 1, after the whole table.
 	out, stderr, code := run(t, ext, "plugins", "list")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
+	if code != 1 || !strings.Contains(stderr, "1 of 5 plugins failed") {
+		t.Fatalf("exit %d, want 1 with a failed plugin: %s", code, stderr)
+	}
+	if jsonOut, _, jsonCode := run(t, ext, "plugins", "list", "--json"); jsonCode != 1 || !json.Valid([]byte(jsonOut)) {
+		t.Fatalf("list --json with a failed plugin: exit %d, want 1 and the JSON list:\n%s", jsonCode, jsonOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if !strings.HasPrefix(lines[0], "NAME") || !strings.Contains(lines[0], "SHA256") || !strings.Contains(lines[0], "STATUS") {
@@ -160,7 +195,12 @@ func TestPluginsInspect(t *testing.T) {
 		{[]string{"plugins", "inspect", "reward-mean"}, 0, []string{"name:      mean", "kind:      reward", "source:    built-in", "plugin-serve reward-mean", "config schema: none"}},
 		{[]string{"plugins", "inspect", "local"}, 0, []string{"kind:      sandbox", "config schema:\n{", `"state_dir"`}},
 		{[]string{"plugins", "inspect", "mean", "--json"}, 0, []string{`"kind": "reward"`, `"status": "ok"`}},
-		{[]string{"plugins", "inspect", "nope"}, 1, []string{"plugin nope: plugin not found"}},
+		{[]string{"plugins", "inspect", "nope"}, 1, []string{`plugin "nope" not found (plugins: reward-mean, sandbox-local, toolformat-hermes, toolformat-qwen3_coder)`}},
+		{[]string{"plugins", "inspect", "meen"}, 1, []string{`plugin "meen" not found; did you mean "mean"?`}},
+		{[]string{"plugins", "inspect", "toolformat-qwen3"}, 1, []string{`toolformat plugin "qwen3" not found; did you mean "qwen3_coder"? (toolformat plugins: hermes, qwen3_coder)`}},
+		{[]string{"plugins", "inspect", "qwen3_coder"}, 0, []string{"name:      qwen3_coder", "aliases:   qwen3coder, qwen3-coder", "kind:      toolformat", "plugin-serve toolformat-qwen3_coder"}},
+		{[]string{"plugins", "inspect", "qwen3coder"}, 0, []string{"name:      qwen3_coder", "status:    ok"}},
+		{[]string{"plugins", "inspect", "toolformat/qwen3-coder"}, 0, []string{"name:      qwen3_coder", "status:    ok"}},
 		{[]string{"plugins", "list", "--help"}, 0, []string{"--json", "agentenv plugins list"}},
 		{[]string{"version"}, 0, []string{"agentenv ", "plugin protocol 2"}},
 		{[]string{"plugin-serve", "reward-nope"}, 1, []string{`no built-in plugin "reward-nope"`}},

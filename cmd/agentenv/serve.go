@@ -14,6 +14,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/agentenv/agentenv/core/episode"
 	"github.com/agentenv/agentenv/core/pluginhost"
 	"github.com/agentenv/agentenv/core/runtime"
 	"github.com/agentenv/agentenv/core/server"
@@ -38,7 +39,7 @@ local one: a plain process when the env declares a command, no Docker needed).
 Flags override the [serve] table of --config. See docs/serving.md.`,
 		Example: `  agentenv serve examples/gridsim
   AGENTENV_TOKEN=$(openssl rand -hex 16) agentenv serve examples/gridsim --token-var AGENTENV_TOKEN --addr 0.0.0.0:8200`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("the bundle folder to serve", "agentenv serve examples/gridsim"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if configFile != "" {
 				fileOpts, err := readServeConfig(configFile)
@@ -75,6 +76,7 @@ Flags override the [serve] table of --config. See docs/serving.md.`,
 	f.StringVar(&configFile, "config", "", "TOML file whose [serve] table sets any of these flags")
 	f.BoolVar(&o.LogJSON, "log-json", o.LogJSON, "log JSON lines instead of text")
 	f.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: trace, debug, info, warn, error")
+	o.Limits.addFlags(f)
 	rootCmd.AddCommand(cmd)
 }
 
@@ -97,14 +99,20 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 	if o.MaxConcurrentEnvs < 1 {
 		return fmt.Errorf("--max-concurrent-envs must be at least 1, got %d", o.MaxConcurrentEnvs)
 	}
+	if err := o.Limits.check(); err != nil {
+		return err
+	}
 	token := ""
 	if o.TokenVar != "" {
 		token = os.Getenv(o.TokenVar)
 		if token == "" {
-			return fmt.Errorf("--token-var %s: the variable is empty or unset; put the token in it, or drop --token-var to serve without one", o.TokenVar)
+			return tokenVarError(o.TokenVar)
 		}
-		// No child (env builds, plugins, envs) inherits it.
-		os.Unsetenv(o.TokenVar)
+		// No child (env builds, plugins, envs) inherits it, and it is
+		// blanked in /proc/<pid>/environ too (environ_linux.go).
+		if err := scrubEnv(o.TokenVar); err != nil {
+			log.Warn("the token is out of the environment children inherit, but stays readable in this process's /proc/<pid>/environ", "error", err)
+		}
 	}
 	sandboxCfg, err := jsonConfig(o.SandboxConfig)
 	if err != nil {
@@ -116,7 +124,7 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 	}
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.Addr, err)
+		return listenError(o.Addr, err)
 	}
 	defer ln.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -124,9 +132,10 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 	rt, err := runtime.Open(ctx, dir, runtime.Options{
 		Sandbox: o.Sandbox, SandboxConfig: sandboxCfg, Reward: o.Reward, ToolFormat: o.ToolFormat,
 		ServerID: serverID, Logger: log, Plugins: pluginhost.Options{ReloadOnSIGHUP: true},
+		Tune: func(c *episode.Config) { c.Limits = o.Limits.episodeLimits() },
 	})
 	if err != nil {
-		return err
+		return sandboxConfigHint(err, o.SandboxConfig)
 	}
 	// Build the envs now, so the first resets do not wait on a compiler.
 	prepCtx, prepCancel := context.WithCancel(context.Background())
@@ -158,6 +167,8 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 		IdleTimeout:       o.IdleTimeout,
 		Logger:            log.Named("server"),
 		PluginRestarts:    func() float64 { return float64(rt.Restarts()) },
+		HTTP:              o.Limits.httpLimits(),
+		MaxQueuedFrames:   o.Limits.MaxQueuedMessages,
 	})
 	if err != nil {
 		return errors.Join(err, rt.Close(context.Background()))

@@ -26,6 +26,7 @@ type serveOptions struct {
 	IdleTimeout       time.Duration
 	LogJSON           bool
 	LogLevel          string
+	Limits            serveLimits
 }
 
 func defaultServeOptions() serveOptions {
@@ -36,6 +37,7 @@ func defaultServeOptions() serveOptions {
 		MaxConcurrentEnvs: 64,
 		IdleTimeout:       30 * time.Minute,
 		LogLevel:          "info",
+		Limits:            defaultServeLimits(),
 	}
 }
 
@@ -72,7 +74,7 @@ func readServeConfig(path string) (serveOptions, error) {
 	known := map[string]bool{"addr": true, "sandbox": true, "sandbox_config": true, "reward": true, "tool_format": true,
 		"max_concurrent_envs": true, "token_var": true, "idle_timeout": true, "log_json": true, "log_level": true}
 	for k := range serveTable {
-		if !known[k] {
+		if !known[k] && !isLimitKey(k) {
 			return o, fmt.Errorf("--config %s: [serve] has unknown key %q", path, k)
 		}
 	}
@@ -98,6 +100,9 @@ func readServeConfig(path string) (serveOptions, error) {
 	}
 	if s.LogJSON != nil {
 		o.LogJSON = *s.LogJSON
+	}
+	if err := o.Limits.readTable(serveTable); err != nil {
+		return o, fmt.Errorf("--config %s: %w", path, err)
 	}
 	if s.IdleTimeout != nil {
 		d, err := time.ParseDuration(*s.IdleTimeout)
@@ -137,6 +142,7 @@ func mergeServeOptions(file, flags serveOptions, changed func(string) bool) serv
 			apply()
 		}
 	}
+	o.Limits.merge(&flags.Limits, changed)
 	return o
 }
 

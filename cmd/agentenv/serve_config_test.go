@@ -26,6 +26,8 @@ max_concurrent_envs = 8
 idle_timeout = "90s"
 token_var = "TOK"
 log_json = true
+max_reply_errors = 5
+http_idle_timeout = "5s"
 [serve.sandbox_config]
 grace = "1s"
 
@@ -40,6 +42,7 @@ anything = 1
 	want.Addr, want.Reward, want.MaxConcurrentEnvs, want.IdleTimeout, want.TokenVar, want.LogJSON =
 		"127.0.0.1:9000", "mean", 8, 90*time.Second, "TOK", true
 	want.SandboxConfig = map[string]any{"grace": "1s"}
+	want.Limits.MaxReplyErrors, want.Limits.HTTPIdleTimeout = 5, 5*time.Second
 	if !reflect.DeepEqual(o, want) {
 		t.Fatalf("got %+v\nwant %+v", o, want)
 	}
@@ -48,6 +51,8 @@ anything = 1
 		{"bad duration", "[serve]\nidle_timeout = \"soon\"\n", "idle_timeout"},
 		{"wrong type", "[serve]\nmax_concurrent_envs = \"many\"\n", "max_concurrent_envs"},
 		{"not toml", "[serve\n", "line 1"},
+		{"limit not a number", "[serve]\nmax_calls_per_reply = \"lots\"\n", "max_calls_per_reply: want a whole number"},
+		{"limit not a duration", "[serve]\nhttp_read_timeout = 5\n", `http_read_timeout 5: want a duration like "30s"`},
 	} {
 		if _, err := readServeConfig(write(tc.name+".toml", tc.body)); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%s: got %v, want %q", tc.name, err, tc.err)
@@ -62,10 +67,18 @@ func TestMergeServeOptions(t *testing.T) {
 	file := defaultServeOptions()
 	file.Addr, file.MaxConcurrentEnvs = "127.0.0.1:9000", 8
 	flags := defaultServeOptions()
+	file.Limits.MaxReplyErrors, file.Limits.MaxCallsPerReply = 7, 9
 	flags.MaxConcurrentEnvs = 3
-	got := mergeServeOptions(file, flags, func(name string) bool { return name == "max-concurrent-envs" })
-	if got.Addr != "127.0.0.1:9000" || got.MaxConcurrentEnvs != 3 {
+	flags.Limits.MaxReplyErrors = 2
+	changed := func(name string) bool { return name == "max-concurrent-envs" || name == "max-reply-errors" }
+	got := mergeServeOptions(file, flags, changed)
+	if got.Addr != "127.0.0.1:9000" || got.MaxConcurrentEnvs != 3 || got.Limits.MaxReplyErrors != 2 || got.Limits.MaxCallsPerReply != 9 {
 		t.Fatalf("got %+v", got)
+	}
+	bad := defaultServeOptions().Limits
+	bad.MaxArgumentValues = 0
+	if err := bad.check(); err == nil || !strings.Contains(err.Error(), "--max-argument-values must be at least 1") {
+		t.Errorf("check of a zero limit: %v", err)
 	}
 }
 

@@ -311,10 +311,17 @@ func TestServeRefusesBadStart(t *testing.T) {
 		{"bad sandbox config", gridsimBundle, nil, []string{"--sandbox-config", "colour=blue"}, "colour"},
 		{"unknown reward plugin", gridsimBundle, nil, []string{"--reward", "median"}, `reward "median"`},
 		{"port in use", gridsimBundle, nil, []string{"--addr", busy}, "address already in use"},
+		{"port in use names --addr", gridsimBundle, nil, []string{"--addr", busy}, "choose another with --addr"},
+		{"a number where the sandbox wants a duration", gridsimBundle, nil, []string{"--sandbox-config", "grace=5"}, `write grace=5s`},
+		{"no bundle", "", nil, nil, "serve needs the bundle folder to serve"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"serve", tc.bundle, "--addr", "127.0.0.1:0", "--sandbox-config", "state_dir=" + t.TempDir()}, tc.args...)
+			args := []string{"serve"}
+			if tc.bundle != "" {
+				args = append(args, tc.bundle)
+			}
+			args = append(append(args, "--addr", "127.0.0.1:0", "--sandbox-config", "state_dir="+t.TempDir()), tc.args...)
 			cmd := exec.Command(agentenv(t), args...)
 			cmd.Env = append(cmd.Environ(), tc.env...)
 			out, err := cmd.CombinedOutput()

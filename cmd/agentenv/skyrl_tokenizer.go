@@ -1,45 +1,66 @@
 package main
 
-// STAND-IN until core/tokenizer (the byte-level BPE over tokenizer.json
-// and the Hub/cache loader) is merged: the lead replaces loadTokenizer
-// with tokenizer.Load and its tokenizer_config.json loader. Until then
-// it reads a local folder's chat template and counts pre-tokens (the
-// Qwen2 split without its lookahead), which under-counts BPE tokens.
-
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentenv/agentenv/core/dataset/skyrl"
+	"github.com/agentenv/agentenv/core/tokenizer"
 )
 
-// loadTokenizer loads a model's token counter and chat template from ref,
-// a local folder (or, with core/tokenizer, a Hugging Face model id).
+// hubTimeout bounds resolving (and downloading) a tokenizer from the Hub.
+const hubTimeout = 10 * time.Minute
+
+// loadTokenizer loads a model's tokenizer and chat template from ref: a
+// local folder, the Hugging Face cache, or a download from the Hub into
+// that cache (HF_HOME, HF_ENDPOINT, HF_TOKEN; see docs/tokenizers.md).
+// skyrl rows and eval share it.
 var loadTokenizer = func(ref string, stderr io.Writer) (skyrl.Counter, skyrl.TokenizerConfig, error) {
-	if st, err := os.Stat(ref); err != nil || !st.IsDir() {
-		return nil, skyrl.TokenizerConfig{}, errors.New("not a local folder (downloading from the Hugging Face Hub comes with the tokenizer package)")
-	}
-	cfg, err := readTemplateConfig(ref)
+	hub := tokenizer.HubFromEnv()
+	hub.Logger = hclog.New(&hclog.LoggerOptions{Name: "tokenizer", Output: stderr, Level: hclog.Info})
+	ctx, cancel := context.WithTimeout(context.Background(), hubTimeout)
+	defer cancel()
+	dir, err := hub.Resolve(ctx, ref)
 	if err != nil {
 		return nil, skyrl.TokenizerConfig{}, err
 	}
-	fmt.Fprintln(stderr, "note: token counts are estimates (pre-tokens) until the BPE tokenizer is wired in")
-	return preTokenCounter{}, cfg, nil
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, skyrl.TokenizerConfig{}, err
+	}
+	cfg, err := tokenizer.LoadConfig(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, skyrl.TokenizerConfig{}, fmt.Errorf("tokenizer %s has no tokenizer_config.json, so no chat template: point --tokenizer at the model's folder or Hub id, which has one", ref)
+	}
+	if err != nil {
+		return nil, skyrl.TokenizerConfig{}, err
+	}
+	out := skyrl.TokenizerConfig{ChatTemplate: cfg.ChatTemplate, BOSToken: cfg.BOSToken, EOSToken: cfg.EOSToken}
+	// Templates may also use pad_token and unk_token, which transformers
+	// passes as it passes bos and eos.
+	out.PadToken, out.UnkToken = specialTokens(filepath.Join(dir, tokenizer.ConfigFile))
+	return tok, out, nil
 }
 
-func readTemplateConfig(dir string) (skyrl.TokenizerConfig, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+// specialTokens reads pad_token and unk_token (strings or AddedToken
+// objects) from a tokenizer_config.json; absent ones are "".
+func specialTokens(path string) (pad, unk string) {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return skyrl.TokenizerConfig{}, err
+		return "", ""
 	}
 	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return skyrl.TokenizerConfig{}, fmt.Errorf("tokenizer_config.json: %w", err)
+	if json.Unmarshal(b, &raw) != nil {
+		return "", ""
 	}
 	tok := func(k string) string {
 		var s string
@@ -47,27 +68,8 @@ func readTemplateConfig(dir string) (skyrl.TokenizerConfig, error) {
 			return s
 		}
 		var d struct{ Content string }
-		json.Unmarshal(raw[k], &d)
+		_ = json.Unmarshal(raw[k], &d)
 		return d.Content
 	}
-	cfg := skyrl.TokenizerConfig{ChatTemplate: tok("chat_template"), BOSToken: tok("bos_token"), EOSToken: tok("eos_token"), PadToken: tok("pad_token"), UnkToken: tok("unk_token")}
-	if t, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja")); err == nil {
-		cfg.ChatTemplate = string(t)
-	}
-	return cfg, nil
-}
-
-var (
-	specialToken = regexp.MustCompile(`<\|[^|<>\s]+\|>|</?think>|</?tool_call>|</?tools>`)
-	preToken     = regexp.MustCompile(`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+`)
-)
-
-type preTokenCounter struct{}
-
-func (preTokenCounter) Count(text string) int {
-	n := 0
-	for _, part := range specialToken.Split(text, -1) {
-		n += len(preToken.FindAllStringIndex(part, -1))
-	}
-	return n + len(specialToken.FindAllStringIndex(text, -1))
+	return tok("pad_token"), tok("unk_token")
 }

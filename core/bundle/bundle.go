@@ -35,6 +35,9 @@ type Options struct {
 	// MaxErrors caps how many problems a failed Load lists (0 = 20); the
 	// rest are counted.
 	MaxErrors int
+	// MaxFileBytes caps one file of the bundle (0 = DefaultMaxFileBytes,
+	// 256 MiB).
+	MaxFileBytes int64
 }
 
 // Bundle is a loaded, validated bundle. It is read-only after Load and safe

@@ -53,7 +53,7 @@ func loadEnvs(dir string, ps *problems) map[string]*Env {
 		if strings.HasPrefix(name, ".") {
 			continue
 		}
-		if !e.IsDir() {
+		if !isDirFollowing(e, path) {
 			ps.add(path, 0, "not an env folder: an env is envs/<name>/env.toml")
 			continue
 		}
@@ -70,7 +70,7 @@ func loadEnvs(dir string, ps *problems) map[string]*Env {
 
 func loadEnv(name, dir string, ps *problems) *Env {
 	file := filepath.Join(dir, "env.toml")
-	data, err := os.ReadFile(file)
+	data, err := readBundleFile(file, ps.maxFileBytes)
 	broken := &Env{Name: name, Dir: dir, File: file}
 	if errors.Is(err, os.ErrNotExist) {
 		ps.add(file, 0, "missing: every env needs an env.toml saying how to run it (image and/or command)")
@@ -95,6 +95,10 @@ func loadEnv(name, dir string, ps *problems) *Env {
 		for i, a := range argv {
 			if a == "" || (i == 0 && strings.TrimSpace(a) == "") {
 				bad(key, "%q has an empty element (#%d)", key, i+1)
+				return
+			}
+			if strings.ContainsRune(a, 0) {
+				bad(key, "%q element #%d holds a NUL byte, which no command line can carry", key, i+1)
 				return
 			}
 		}
@@ -133,6 +137,8 @@ func loadEnv(name, dir string, ps *problems) *Env {
 			bad("env", "env var name %q is not a valid name", k)
 		case k == "AGENTENV_PORT":
 			bad("env", "env var AGENTENV_PORT is set by the sandbox: the env listens where it is told")
+		case strings.ContainsRune(f.Env[k], 0):
+			bad("env", "env var %s holds a NUL byte, which no environment can carry", k)
 		}
 	}
 	return env

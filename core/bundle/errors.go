@@ -50,6 +50,8 @@ type problems struct {
 	max  int
 	list []Problem
 	more int
+	// maxFileBytes is the load's cap on one file (Options.MaxFileBytes).
+	maxFileBytes int64
 }
 
 func (ps *problems) add(file string, line int, format string, args ...any) {

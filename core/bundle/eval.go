@@ -41,7 +41,7 @@ func loadEvals(dir string, cat *catalog, ps *problems) []evalSplit {
 		switch {
 		case strings.HasPrefix(name, "."):
 			continue
-		case e.IsDir() || !strings.HasSuffix(name, ".toml"):
+		case isDirFollowing(e, file) || !strings.HasSuffix(name, ".toml"):
 			ps.add(file, 0, "not an eval file: evals/ holds <name>.toml")
 			continue
 		}
@@ -63,7 +63,7 @@ func loadEvals(dir string, cat *catalog, ps *problems) []evalSplit {
 
 func loadEval(name, file string, cat *catalog, ps *problems) (evalSplit, bool) {
 	s := evalSplit{name: name, file: file}
-	data, err := os.ReadFile(file)
+	data, err := readBundleFile(file, ps.maxFileBytes)
 	if err != nil {
 		ps.add(file, 0, "cannot read: %v", err)
 		return s, false

@@ -31,7 +31,11 @@ func Load(dir string, opts Options) (*Bundle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", dir, err)
 	}
-	ps := &problems{max: max}
+	maxFile := opts.MaxFileBytes
+	if maxFile <= 0 {
+		maxFile = DefaultMaxFileBytes
+	}
+	ps := &problems{max: max, maxFileBytes: maxFile}
 	b := &Bundle{Dir: dir, Name: filepath.Base(abs)}
 
 	entries, err := os.ReadDir(dir)
@@ -46,7 +50,7 @@ func Load(dir string, opts Options) (*Bundle, error) {
 			ps.add(filepath.Join(dir, name), 0, "%s/ is not supported: a bundle holds envs/, tasks/ and evals/", name)
 		}
 	}
-	b.Description, err = readDescription(filepath.Join(dir, "README.md"))
+	b.Description, err = readDescription(filepath.Join(dir, "README.md"), maxFile)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		b.Warnings = append(b.Warnings, "no README.md: the bundle has no description")
@@ -66,6 +70,7 @@ func Load(dir string, opts Options) (*Bundle, error) {
 	if err := ps.err(dir); err != nil {
 		return nil, err
 	}
+	b.Warnings = append(b.Warnings, outsideLinks(dir)...)
 
 	b.tasks = make(map[string]*Task, len(b.Tasks))
 	for _, t := range b.Tasks {
@@ -118,7 +123,7 @@ func loadTasks(dir string, envs map[string]*Env, cat *catalog, ps *problems) []*
 		path := filepath.Join(root, name)
 		switch {
 		case strings.HasPrefix(name, "."):
-		case e.IsDir():
+		case isDirFollowing(e, path):
 			ps.add(path, 0, "task folders are not supported: a task is tasks/<name>.json")
 		case strings.HasSuffix(name, ".seeds.jsonl"):
 			seeds[strings.TrimSuffix(name, ".seeds.jsonl")] = true
@@ -157,7 +162,7 @@ func loadFamily(name, file, seedsFile string, envs map[string]*Env, cat *catalog
 	if seedsFile == "" {
 		cat.ids = append(cat.ids, name)
 	}
-	data, err := os.ReadFile(file)
+	data, err := readBundleFile(file, ps.maxFileBytes)
 	if err != nil {
 		ps.add(file, 0, "cannot read: %v", err)
 		return nil
@@ -172,7 +177,7 @@ func loadFamily(name, file, seedsFile string, envs map[string]*Env, cat *catalog
 	var lines []seedLine
 	var keys map[string]bool
 	if seedsFile != "" {
-		sdata, err := os.ReadFile(seedsFile)
+		sdata, err := readBundleFile(seedsFile, ps.maxFileBytes)
 		if err != nil {
 			ps.add(seedsFile, 0, "cannot read: %v", err)
 			return nil

@@ -3,15 +3,14 @@ package bundle
 import (
 	"bufio"
 	"bytes"
-	"os"
 	"strings"
 )
 
 // readDescription returns the first line of real text of a README: front
 // matter, blank lines, HTML, badges and images are skipped; a heading is
 // used only when no plain line follows it.
-func readDescription(file string) (string, error) {
-	data, err := os.ReadFile(file)
+func readDescription(file string, max int64) (string, error) {
+	data, err := readBundleFile(file, max)
 	if err != nil {
 		return "", err
 	}

@@ -51,6 +51,8 @@ type Config struct {
 	// TeardownRetry bounds how long a failed teardown (the sandbox plugin
 	// crashed or is restarting) is retried in the background (0 = 5m).
 	TeardownRetry time.Duration
+
+	Limits Limits // what one reply may cost; zero fields take the defaults
 }
 
 // Engine plays a bundle's tasks as episodes. It implements Player and is
@@ -110,6 +112,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		{&cfg.VerifyTimeout, DefaultVerifyTimeout}, {&cfg.TeardownTimeout, DefaultTeardownTimeout},
 		{&cfg.TeardownRetry, DefaultTeardownRetry},
 	}
+	cfg.Limits = cfg.Limits.withDefaults()
 	for _, d := range defaults {
 		if *d.d <= 0 {
 			*d.d = d.def
@@ -281,10 +284,14 @@ func newEpisodeID() string {
 	return "ep-" + hex.EncodeToString(b[:])
 }
 
+// MaxEpisodeIDLen is the longest episode_id a reset may give, as the
+// protocol and /schema say.
+const MaxEpisodeIDLen = 255
+
 // checkEpisodeID keeps ids safe for labels, logs and file names.
 func checkEpisodeID(id string) error {
-	if len(id) > 128 {
-		return fmt.Errorf("episode_id is %d characters; at most 128", len(id))
+	if len(id) > MaxEpisodeIDLen {
+		return fmt.Errorf("episode_id is %d characters; at most %d", len(id), MaxEpisodeIDLen)
 	}
 	for _, r := range id {
 		ok := r == '-' || r == '_' || r == '.' || r == ':' ||

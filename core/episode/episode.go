@@ -182,16 +182,18 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 	if ep.maxTurns > 0 && ep.replies >= ep.maxTurns {
 		ep.capped = true
 	}
-	tool := func(content string) { obs.Messages = append(obs.Messages, Message{Role: "tool", Content: content}) }
+	rep := newReplyReport(obs, ep.e.cfg.Limits)
+	tool := rep.result
 	for _, u := range parsed.Unparsed {
 		ep.unparsed++
-		tool("Error: this tool call could not be read: " + u.Reason)
+		rep.fail("this tool call could not be read: " + u.Reason)
 	}
+	ep.unparsed += rep.omitParsed(parsed)
 	ended, viaEndTurn := false, false
 	answer := strings.TrimSpace(parsed.Content)
 	for _, c := range parsed.Calls {
 		if ended {
-			tool(fmt.Sprintf("Error: %s was not run: end_turn already ended the turn.", c.Name))
+			rep.fail(fmt.Sprintf("%s was not run: end_turn already ended the turn.", c.Name))
 			continue
 		}
 		if c.Name == bundle.EndTurnTool && t.endTurn {
@@ -201,20 +203,24 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 			continue
 		}
 		ep.calls++
+		if !rep.admit() {
+			rep.fail(rep.notRun(c.Name))
+			continue
+		}
 		o := t.byName[c.Name]
 		if o == nil {
 			ep.invalid++
-			tool(fmt.Sprintf("Error: there is no tool %q. The tools are: %s.", c.Name, strings.Join(offeredNames(t.offer), ", ")))
+			rep.fail(fmt.Sprintf("there is no tool %q. The tools are: %s.", c.Name, strings.Join(offeredNames(t.offer), ", ")))
 			continue
 		}
-		args, err := o.validate(c.Arguments)
+		args, err := ep.e.cfg.Limits.checkCall(o, c.Arguments)
 		if err != nil {
 			ep.invalid++
-			tool(fmt.Sprintf("Error: invalid arguments for %s: %v", c.Name, err))
+			rep.fail(fmt.Sprintf("invalid arguments for %s: %v", c.Name, err))
 			continue
 		}
 		if o.env == nil { // end_turn in a single-turn task cannot happen; guard anyway
-			tool("Error: " + c.Name + " cannot be called now.")
+			rep.fail(c.Name + " cannot be called now.")
 			continue
 		}
 		res, err := o.env.client.Call(ctx, c.Name, args, ep.e.cfg.ToolCallTimeout)
@@ -228,7 +234,8 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 		}
 		tool(res.Text)
 	}
-	if !ended && len(parsed.Calls) == 0 && len(parsed.Unparsed) == 0 {
+	rep.finish()
+	if !ended && len(parsed.Calls) == 0 && len(parsed.Unparsed) == 0 && parsed.CallsOmitted == 0 {
 		// A reply without a tool call ends the turn it left open, and the
 		// turns after it end empty (as SkyRL's page has it): only end_turn
 		// hands the model the next prompt.

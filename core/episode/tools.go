@@ -14,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/agentenv/agentenv/core/bundle"
+	"github.com/agentenv/agentenv/sdk/sandbox"
 )
 
 // endTurnSchema is the arguments schema of end_turn.
@@ -118,34 +119,6 @@ func finiteNumbers(v any) error {
 		}
 	}
 	return nil
-}
-
-// schemaError words a validation error for the model: each failure with
-// the place in the arguments, without the schema's internal URL.
-func schemaError(err error) error {
-	ve, ok := err.(*jsonschema.ValidationError)
-	if !ok {
-		return err
-	}
-	var msgs []string
-	var walk func(u jsonschema.OutputUnit)
-	walk = func(u jsonschema.OutputUnit) {
-		if u.Error != nil {
-			at := u.InstanceLocation
-			if at == "" {
-				at = "/"
-			}
-			msgs = append(msgs, fmt.Sprintf("at %s: %s", at, u.Error.String()))
-		}
-		for _, e := range u.Errors {
-			walk(e)
-		}
-	}
-	walk(*ve.BasicOutput())
-	if len(msgs) == 0 {
-		return err
-	}
-	return fmt.Errorf("%s", strings.Join(msgs, "; "))
 }
 
 // offerTools works out the tools of a turn: explicit (names) or, when
@@ -269,7 +242,7 @@ func (e *Engine) Tools(ctx context.Context, toolset string) ([]Tool, error) {
 }
 
 func (e *Engine) listToolset(ctx context.Context, ts *bundle.Toolset) (tools []Tool, err error) {
-	labels := map[string]string{"agentenv.episode": "toolset-" + ts.ID, "agentenv.task": ts.Task.ID}
+	labels := map[string]string{sandbox.LabelEpisode: "toolset-" + ts.ID, sandbox.LabelTask: ts.Task.ID}
 	var envs []*liveEnv
 	defer func() {
 		if terr := <-e.retire(envs).done; terr != nil {

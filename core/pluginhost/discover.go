@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/agentenv/agentenv/sdk"
+	"github.com/agentenv/agentenv/sdk/builtin"
 )
 
 // BinaryPrefix starts the file name of every plugin binary:
@@ -20,10 +22,6 @@ const PathEnv = "AGENTENV_PLUGIN_PATH"
 
 // SourceBuiltin is Entry.Source for a plugin compiled into agentenv.
 const SourceBuiltin = "built-in"
-
-// DefaultBuiltins are the first-party plugins compiled into the agentenv
-// binary and served by `agentenv plugin-serve <kind>-<name>`.
-var DefaultBuiltins = []string{"reward-mean", "sandbox-local", "toolformat-hermes", "toolformat-qwen3coder"}
 
 // candidate is one plugin found on disk or built in: what to run for it.
 type candidate struct {
@@ -50,11 +48,11 @@ func (c candidate) source() string {
 }
 
 // ParseID splits a plugin id "<kind>-<name>" (or "<kind>/<name>") into
-// its kind and name.
+// its kind and name, as written (see CanonicalName).
 func ParseID(id string) (sdk.Kind, string, bool) {
 	for _, k := range sdk.Kinds {
 		for _, sep := range []string{"-", "/"} {
-			if rest, ok := strings.CutPrefix(id, string(k)+sep); ok && validName(rest) {
+			if rest, ok := strings.CutPrefix(id, string(k)+sep); ok && sdk.ValidName(rest) {
 				return k, rest, true
 			}
 		}
@@ -62,21 +60,18 @@ func ParseID(id string) (sdk.Kind, string, bool) {
 	return "", "", false
 }
 
-// validName accepts names made of lower-case letters, digits, '-', '_'
-// and '.', starting with a letter or digit.
-func validName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
-		case i > 0 && (r == '-' || r == '_' || r == '.'):
-		default:
-			return false
+// CanonicalName is the one place plugin names are resolved: it returns the
+// canonical name of the kind's plugin that name is an alias of (qwen3coder
+// and qwen3-coder are toolformat qwen3_coder, from sdk/builtin's
+// first-party list), or name itself. Every name the host reads, from a
+// caller or from a binary's file name, goes through it.
+func CanonicalName(kind sdk.Kind, name string) string {
+	for _, f := range builtin.FirstParties() {
+		if f.Kind == kind && slices.Contains(f.Aliases, name) {
+			return f.Name
 		}
 	}
-	return true
+	return name
 }
 
 // DefaultSearchPath is the folders searched for plugin binaries, in order:
@@ -126,8 +121,8 @@ func (h *Host) discover() []candidate {
 		}
 	}
 	for _, id := range h.builtins {
-		kind, name, ok := ParseID(id)
-		if !ok || seen[id] || h.selfExe == "" {
+		kind, name, _ := ParseID(id) // checked by New
+		if seen[id] || h.selfExe == "" {
 			continue
 		}
 		seen[id] = true
@@ -154,7 +149,7 @@ func fileCandidate(dir string, e os.DirEntry) (candidate, bool) {
 	if !ok || strings.Contains(rest, "/") {
 		return candidate{}, false
 	}
-	c := candidate{kind: kind, name: name, path: filepath.Join(dir, e.Name())}
+	c := candidate{kind: kind, name: CanonicalName(kind, name), path: filepath.Join(dir, e.Name())}
 	fi, err := os.Stat(c.path) // follows symlinks
 	switch {
 	case err != nil:
@@ -167,14 +162,18 @@ func fileCandidate(dir string, e os.DirEntry) (candidate, bool) {
 	return c, true
 }
 
-// resolve finds the plugin kind-name as discovery would.
+// resolve finds the plugin kind-name as discovery would; name may be an
+// alias. The error, a *NotFoundError, names the plugins of that kind there
+// are and no folder: it may reach a remote client.
 func (h *Host) resolve(kind sdk.Kind, name string) (candidate, error) {
-	id := string(kind) + "-" + name
-	for _, c := range h.discover() {
-		if c.id() == id {
+	name = CanonicalName(kind, name)
+	cands := h.discover()
+	for _, c := range cands {
+		if c.kind == kind && c.name == name {
 			return c, nil
 		}
 	}
-	return candidate{}, fmt.Errorf("plugin %s: %w (looked for %s%s in %s, and among the built-ins)",
-		id, ErrNotFound, BinaryPrefix, id, strings.Join(h.searchPath, ", "))
+	h.log.Debug("plugin not found", "plugin", string(kind)+"-"+name, "looked_for", BinaryPrefix+string(kind)+"-"+name,
+		"folders", strings.Join(h.searchPath, string(filepath.ListSeparator)), "built_in", strings.Join(h.builtins, ","))
+	return candidate{}, h.notFound(kind, name, cands)
 }

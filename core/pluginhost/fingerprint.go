@@ -1,6 +1,7 @@
 package pluginhost
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -130,6 +131,9 @@ func (f *fingerprints) info(sum string, args []string) (sdk.Info, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	i, ok := f.data.Infos[infoKey(sum, args)]
+	if string(bytes.TrimSpace(i.ConfigSchema)) == "null" {
+		i.ConfigSchema = nil // an Info with no schema, as the plugin answered it
+	}
 	return i, ok
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentenv/agentenv/sdk"
+	"github.com/agentenv/agentenv/sdk/builtin"
 	"github.com/agentenv/agentenv/sdk/reward"
 	"github.com/agentenv/agentenv/sdk/sandbox"
 	"github.com/agentenv/agentenv/sdk/toolformat"
@@ -54,8 +55,10 @@ type Options struct {
 	// e.g. {"sandbox-ecs": {"AWS_*"}}. A plugin's config may add more in
 	// its "pass_env" list (see PassEnvKey).
 	PluginEnv map[string][]string
-	// Builtins are the plugins SelfExe serves with `plugin-serve`
-	// (nil = DefaultBuiltins).
+	// Builtins are the plugins SelfExe serves with `plugin-serve`, by
+	// <kind>-<name> (nil = every plugin registered with sdk/builtin in this
+	// process: what the binary links; a program whose SelfExe is another
+	// binary says what that one serves).
 	Builtins []string
 	// CachePath is the fingerprint cache file ("" = DefaultCachePath(),
 	// "-" = keep it in memory only).
@@ -74,8 +77,10 @@ type Options struct {
 
 // Entry is one plugin as `agentenv plugins list` shows it.
 type Entry struct {
-	Name    string   `json:"name"` // e.g. "mean"
-	Kind    sdk.Kind `json:"kind"`
+	Name string   `json:"name"` // e.g. "mean"
+	Kind sdk.Kind `json:"kind"`
+	// Aliases are other names that resolve to this plugin (CanonicalName).
+	Aliases []string `json:"aliases,omitempty"`
 	Version string   `json:"version"`
 	// Source is "built-in" or the binary's path.
 	Source string `json:"source"`
@@ -152,9 +157,16 @@ func New(opts Options) (*Host, error) {
 	if h.searchPath == nil {
 		h.searchPath = DefaultSearchPath(h.selfExe)
 	}
-	h.builtins = opts.Builtins
-	if h.builtins == nil {
-		h.builtins = DefaultBuiltins
+	ids := opts.Builtins
+	if ids == nil {
+		ids = builtin.IDs()
+	}
+	for _, id := range ids {
+		kind, name, ok := ParseID(id)
+		if !ok {
+			return nil, fmt.Errorf("plugin host: built-in plugin %q is not a <kind>-<name> id", id)
+		}
+		h.builtins = append(h.builtins, string(kind)+"-"+CanonicalName(kind, name))
 	}
 	cache := opts.CachePath
 	switch cache {
@@ -214,7 +226,7 @@ func (h *Host) slot(ctx context.Context, kind sdk.Kind, name string, config json
 	if h.isClosed() {
 		return nil, ErrClosed
 	}
-	name = strings.TrimPrefix(name, string(kind)+"-")
+	name = CanonicalName(kind, strings.TrimPrefix(name, string(kind)+"-"))
 	key := string(kind) + "-" + name + "\x00" + canonicalConfig(config)
 	h.mu.Lock()
 	e, ok := h.slots[key]
@@ -312,7 +324,8 @@ func (h *Host) List(ctx context.Context) ([]Entry, error) {
 
 // fingerprint makes c's Entry, from the cache when its binary is known.
 func (h *Host) fingerprint(ctx context.Context, c candidate) Entry {
-	e := Entry{Name: c.name, Kind: c.kind, Source: c.source(), Command: append([]string{c.path}, c.args...)}
+	e := Entry{Name: c.name, Kind: c.kind, Aliases: withAliases(c.kind, c.name)[1:], Source: c.source(),
+		Command: append([]string{c.path}, c.args...)}
 	failed := func(err error) Entry {
 		e.Status = "failed: " + oneLine(err.Error())
 		return e
@@ -326,7 +339,13 @@ func (h *Host) fingerprint(ctx context.Context, c candidate) Entry {
 	}
 	e.SHA256 = sum
 	info, ok := h.fp.info(sum, c.args)
-	if !ok {
+	if ok {
+		// The cache is keyed by content: a renamed copy of a plugin finds
+		// the Info of the original, which must still name this one.
+		if err := c.matches(info); err != nil {
+			return failed(err)
+		}
+	} else {
 		in, err := h.start(ctx, c, nil, true)
 		if err != nil {
 			return failed(err)
@@ -342,11 +361,14 @@ func (h *Host) fingerprint(ctx context.Context, c candidate) Entry {
 }
 
 // Inspect describes one plugin, named "<kind>-<name>", "<kind>/<name>" or
-// just "<name>" when only one kind has a plugin of that name.
+// just "<name>" when only one kind has a plugin of that name; the name may
+// be an alias. Not found, the error is a *NotFoundError.
 func (h *Host) Inspect(ctx context.Context, id string) (Entry, error) {
 	cands := h.discover()
 	var match []candidate
-	if kind, name, ok := ParseID(id); ok {
+	kind, name, qualified := ParseID(id)
+	if qualified {
+		name = CanonicalName(kind, name)
 		for _, c := range cands {
 			if c.kind == kind && c.name == name {
 				match = append(match, c)
@@ -355,14 +377,17 @@ func (h *Host) Inspect(ctx context.Context, id string) (Entry, error) {
 	}
 	if len(match) == 0 {
 		for _, c := range cands {
-			if c.name == id {
+			if c.name == CanonicalName(c.kind, id) {
 				match = append(match, c)
 			}
 		}
 	}
 	switch len(match) {
 	case 0:
-		return Entry{}, fmt.Errorf("plugin %s: %w", id, ErrNotFound)
+		if qualified {
+			return Entry{}, h.notFound(kind, name, cands)
+		}
+		return Entry{}, h.notFoundAnyKind(id, cands)
 	case 1:
 	default:
 		var ids []string

@@ -38,7 +38,7 @@ func TestRewardThroughPlugin(t *testing.T) {
 		{name: "unknown field", config: `{"scael": 2}`, wantErr: []string{"plugin reward-v", "scael"}},
 		{name: "out of range", config: `{"scale": 0}`, wantErr: []string{"plugin reward-v", `at "/scale"`}},
 		{name: "not JSON", config: `{"scale": `, wantErr: []string{"plugin reward-v", "config is not JSON"}},
-		{name: "not found", config: "", wantErr: []string{"plugin reward-nope", "not found"}},
+		{name: "not found", config: "", wantErr: []string{`reward plugin "nope" not found (reward plugins: v)`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -163,8 +163,8 @@ func (h *Host) start(ctx context.Context, c candidate, passEnv []string, probe b
 	if err != nil {
 		return fail(fmt.Errorf("Info call failed: %w", err))
 	}
-	if info.Kind != c.kind || !sameName(info.Name, c.name) {
-		return fail(fmt.Errorf("its Info says it is %s-%s, but it was found as %s", info.Kind, info.Name, c.id()))
+	if err := c.matches(info); err != nil {
+		return fail(err)
 	}
 	in.info = info
 	if in.schema, err = compileSchema(info.ConfigSchema); err != nil {
@@ -173,12 +173,13 @@ func (h *Host) start(ctx context.Context, c candidate, passEnv []string, probe b
 	return in, nil
 }
 
-// sameName compares a plugin's Info name with the one in its file name,
-// ignoring '_' and '-': Info may use a format's own spelling (qwen3_coder)
-// where the binary is agentenv-toolformat-qwen3coder.
-func sameName(info, file string) bool {
-	fold := strings.NewReplacer("_", "", "-", "")
-	return fold.Replace(info) == fold.Replace(file)
+// matches checks that a plugin's Info names the plugin it was found as
+// (its canonical name: aliases are resolved when it is found).
+func (c candidate) matches(info sdk.Info) error {
+	if info.Kind != c.kind || info.Name != c.name {
+		return fmt.Errorf("its Info says it is %s-%s, but it was found as %s", info.Kind, info.Name, c.id())
+	}
+	return nil
 }
 
 // PassEnvKey is the configuration key through which a plugin's config

@@ -183,8 +183,15 @@ func (r *Runtime) toolFormats() func(string) (toolformat.Parser, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		p, err := r.Host.ToolFormat(ctx, name, nil)
-		if err != nil {
-			return nil, err
+		var notFound *pluginhost.NotFoundError
+		switch {
+		case errors.As(err, &notFound):
+			return nil, err // names the formats there are; no paths
+		case err != nil:
+			// A reset's tool_format reaches here: the client gets no
+			// server path, the log gets everything.
+			r.log.Error("tool-format plugin failed to start", "tool_format", name, "error", err)
+			return nil, fmt.Errorf("tool format %q: its plugin failed to start (the server's log says why)", name)
 		}
 		cache[name] = p
 		return p, nil

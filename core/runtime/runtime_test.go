@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -195,5 +196,47 @@ func TestTeardownThroughARestartedSandboxPlugin(t *testing.T) {
 				t.Fatalf("sandbox plugin processes %v after the teardown, want a new one (the old was %d)", now, before[0])
 			}
 		})
+	}
+}
+
+// A reset's tool_format whose plugin exists but fails to start is refused
+// with a message that shows no server path (it reaches remote clients);
+// an unknown one lists the formats there are.
+func TestToolFormatErrorsShowNoPaths(t *testing.T) {
+	dir := t.TempDir()
+	for name := range pluginSources {
+		data, err := os.ReadFile(filepath.Join(pluginDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "agentenv-toolformat-broken"), []byte("#!/bin/sh\necho not a plugin\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := json.Marshal(map[string]string{"state_dir": t.TempDir()})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rt, err := Open(ctx, testBundle(t), Options{
+		SandboxConfig: cfg, ToolFormat: "hermes",
+		Plugins: pluginhost.Options{SelfExe: "/nonexistent/agentenv", SearchPath: []string{dir}, Builtins: []string{}, CachePath: "-"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	for _, tc := range []struct{ format, want string }{
+		{"broken", `tool format "broken": its plugin failed to start`},
+		{"hermse", "hermes"},
+	} {
+		_, err := rt.Engine.Play(episode.Request{TaskID: "puzzle", ToolFormat: tc.format})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("tool_format %q: %v, want %q", tc.format, err, tc.want)
+		}
+		if strings.Contains(err.Error(), "/") {
+			t.Fatalf("tool_format %q: the error shows a path: %v", tc.format, err)
+		}
 	}
 }

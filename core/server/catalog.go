@@ -93,6 +93,10 @@ func (s *Server) handleSplitTasks(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusBadRequest, CodeValidation, "stop: "+err.Error())
 		return
 	}
+	if err := checkRange(start, stop); err != nil {
+		writeHTTPError(w, http.StatusBadRequest, CodeValidation, err.Error())
+		return
+	}
 	tasks, size, err := s.opts.Catalog.Tasks(split, start, stop)
 	if err != nil {
 		writeFailure(w, err)
@@ -108,6 +112,15 @@ func (s *Server) handleSplitTasks(w http.ResponseWriter, r *http.Request) {
 		tasks = []TaskEntry{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"split": split, "size": size, "start": start, "stop": stop, "tasks": tasks})
+}
+
+// checkRange refuses a range whose start is past its stop (stop < 0: to
+// the end), rather than answering it with an empty list.
+func checkRange(start, stop int) error {
+	if stop >= 0 && start > stop {
+		return fmt.Errorf("start %d is past stop %d: give start <= stop", start, stop)
+	}
+	return nil
 }
 
 // queryInt reads a non-negative integer query value; "" gives def.
@@ -133,6 +146,7 @@ func (s *Server) handleTask(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleToolsetTools(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	s.extendWriteDeadline(w, toolsTimeout)
 	ctx, cancel := context.WithTimeout(r.Context(), toolsTimeout)
 	defer cancel()
 	tools, err := s.opts.Player.Tools(ctx, id)
@@ -252,6 +266,10 @@ func (s *Server) handleORS(w http.ResponseWriter, r *http.Request) {
 		}
 		if start < 0 || (body.Stop != nil && stop < 0) {
 			writeHTTPError(w, http.StatusBadRequest, CodeValidation, "start and stop must not be negative")
+			return
+		}
+		if err := checkRange(start, stop); err != nil {
+			writeHTTPError(w, http.StatusBadRequest, CodeValidation, err.Error())
 			return
 		}
 		ts, _, err := s.opts.Catalog.Tasks(body.Split, start, stop)

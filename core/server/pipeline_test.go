@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// A client that sends more frames than the session buffers while a long
-// step runs must still get every answer: the reader waits for the session
-// loop, and that wait must not count against the peer's read deadline.
+// A client that sends several frames while a long step runs must still
+// get every answer, and the frames queued behind the step must not count
+// against the peer's read deadline.
 func TestPipelinedFramesBehindLongStep(t *testing.T) {
 	p := newFakePlayer()
 	ts := startServer(t, Options{Player: p, PingInterval: 200 * time.Millisecond, PongTimeout: 300 * time.Millisecond})

@@ -66,6 +66,10 @@ type Options struct {
 	// MaxMessageBytes caps an inbound frame; larger ones are answered with
 	// MESSAGE_TOO_LARGE and discarded.
 	MaxMessageBytes int64
+	// MaxQueuedFrames caps the frames a session holds read but not yet
+	// handled (inbox.go); past it, or past MaxMessageBytes of them, a
+	// frame is answered QUEUE_FULL in its turn and dropped.
+	MaxQueuedFrames int
 	WriteTimeout    time.Duration
 	// TeardownTimeout bounds each episode's Close.
 	TeardownTimeout time.Duration
@@ -73,6 +77,8 @@ type Options struct {
 	// PluginRestarts, when set, is read at each /metrics scrape: plugin
 	// processes restarted after a crash.
 	PluginRestarts func() float64
+	// HTTP bounds what idle or slow connections hold (limits.go).
+	HTTP HTTPLimits
 }
 
 // Server is an OpenEnv server over a Player. Use Handler with your own
@@ -83,6 +89,7 @@ type Server struct {
 	token    tokenCheck
 	metrics  *metrics
 	adm      *admission
+	conns    *connLimiter
 	upgrader websocket.Upgrader
 	handler  http.Handler
 
@@ -126,9 +133,13 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = DefaultMaxMessageBytes
 	}
+	if opts.MaxQueuedFrames <= 0 {
+		opts.MaxQueuedFrames = DefaultMaxQueuedFrames
+	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
+	opts.HTTP = opts.HTTP.withDefaults()
 	s := &Server{
 		opts:     opts,
 		log:      opts.Logger,
@@ -138,6 +149,7 @@ func New(opts Options) (*Server, error) {
 		stopping: make(chan struct{}),
 	}
 	s.opts.Token = "" // only the digest stays
+	s.conns = newConnLimiter(opts.HTTP.MaxConnections, s.metrics.reg, s.log)
 	s.adm = newAdmission(opts.MaxConcurrentEnvs, func(active, queued int) {
 		s.metrics.live.Set(float64(active))
 		s.metrics.queued.Set(float64(queued))
@@ -181,11 +193,11 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Serve serves on ln until Shutdown; it returns nil after a Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
-	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
+	hs := s.httpServer()
 	if !s.httpSrv.CompareAndSwap(nil, hs) {
 		return errors.New("server: Serve called twice")
 	}
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := hs.Serve(s.conns.listener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
 	}
 	return nil

@@ -165,6 +165,8 @@ func TestCatalog(t *testing.T) {
 		{"GET", "/splits/all/tasks?start=5", "", 200, []string{`"tasks":[]`, `"start":3`}},
 		{"GET", "/splits/all/tasks?start=-1", "", 400, []string{`"code":"VALIDATION_ERROR"`, `start`}},
 		{"GET", "/splits/all/tasks?stop=x", "", 400, []string{`stop`}},
+		{"GET", "/splits/all/tasks?start=2&stop=1", "", 400, []string{`"code":"VALIDATION_ERROR"`, `start 2 is past stop 1`}},
+		{"POST", "/gridsim/task_range", `{"split": "all", "start": 2, "stop": 1}`, 400, []string{`"code":"VALIDATION_ERROR"`, `start 2 is past stop 1`}},
 		{"GET", "/splits/nope/tasks", "", 404, []string{`"code":"NOT_FOUND"`, `nope`}},
 		{"GET", "/tasks/day/1", "", 200, []string{`"task_id":"day/1"`, `"toolset":"ts1"`, `"prompt":[{"role":"user"`, `"steps":[{"id":"env","type":"deploy_env"}`}},
 		{"GET", "/tasks/zzz", "", 404, []string{`zzz`}},

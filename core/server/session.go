@@ -22,6 +22,7 @@ type frame struct {
 	binary   bool
 	data     []byte
 	oversize int64 // bytes read when the frame went past the limit; 0 if not
+	refused  int   // frames dropped from a full inbox in this one's place (inbox.go)
 }
 
 // session is one WebSocket connection. A reader goroutine reads frames
@@ -33,7 +34,7 @@ type session struct {
 	log      hclog.Logger
 	ctx      context.Context // ends on disconnect or shutdown
 	cancel   context.CancelFunc
-	frames   chan frame
+	inbox    *inbox
 	readDone chan struct{}
 
 	mu      sync.Mutex // guards ep, which Shutdown reads to abort, and pinger
@@ -55,7 +56,7 @@ func newSession(s *Server, conn *websocket.Conn, remote string) *session {
 	return &session{
 		srv: s, conn: conn, ctx: ctx, cancel: cancel,
 		log:      s.log.With("session", hex.EncodeToString(id[:]), "remote", remote),
-		frames:   make(chan frame, 4),
+		inbox:    newInbox(s.opts.MaxQueuedFrames, s.opts.MaxMessageBytes),
 		readDone: make(chan struct{}),
 	}
 }
@@ -98,8 +99,8 @@ func (s *session) run() {
 			return
 		}
 		select {
-		case f := <-s.frames:
-			if !s.handle(f) {
+		case <-s.inbox.ready:
+			if !s.handleQueued() {
 				return
 			}
 		case <-s.ctx.Done():
@@ -175,13 +176,9 @@ func (s *session) readLoop() {
 			s.log.Debug("read ended", "error", err)
 			return
 		}
-		select {
-		case s.frames <- f:
-		case <-s.ctx.Done():
-			return
-		}
-		// Only now, after any wait for the session loop (a long step with
-		// frames piled up behind it), does the peer's clock start again.
+		// push never waits: the reader goes on answering pings while a
+		// long step runs with frames queued behind it.
+		s.inbox.push(f)
 		s.conn.SetReadDeadline(time.Now().Add(deadline)) //nolint:errcheck
 	}
 }
@@ -309,7 +306,7 @@ func (s *session) reset(msg inbound) {
 	s.srv.metrics.phase.WithLabelValues(phaseDeploy).Observe(time.Since(t0).Seconds())
 	if err != nil {
 		s.log.Info("episode failed to start", "episode", ep.ID(), "error", err)
-		s.closeEpisode("failed")
+		s.closeEpisode(s.failureOutcome())
 		s.replyFailure(err)
 		return
 	}
@@ -345,7 +342,7 @@ func (s *session) step(msg inbound) {
 	if err != nil {
 		if episode.CodeOf(err) != episode.CodeValidation || s.srv.draining.Load() {
 			s.log.Info("episode failed", "episode", ep.ID(), "error", err)
-			s.closeEpisode("failed")
+			s.closeEpisode(s.failureOutcome())
 		}
 		s.replyFailure(err)
 		return

@@ -182,7 +182,7 @@ func parseReset(data json.RawMessage, has bool) (resetData, *wireError) {
 	str("split", &out.Req.Split, 0)
 	str("task_id", &out.Req.TaskID, 0)
 	str("tool_format", &out.Req.ToolFormat, 0)
-	str("episode_id", &out.Req.EpisodeID, 255)
+	str("episode_id", &out.Req.EpisodeID, episode.MaxEpisodeIDLen)
 	out.Req.Index = integer("index", 0)
 	if n := integer("max_turns", 0); n != nil {
 		out.Req.MaxTurns = *n

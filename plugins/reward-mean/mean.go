@@ -13,6 +13,9 @@ import (
 	"github.com/agentenv/agentenv/sdk/reward"
 )
 
+// Name is the plugin's name: `--reward mean`.
+const Name = "mean"
+
 // Version is the plugin's version, shown by `agentenv plugins list`.
 const Version = "1.0.0"
 
@@ -26,7 +29,7 @@ func New() Mean { return Mean{} }
 
 // Info describes the plugin.
 func (Mean) Info() sdk.Info {
-	return sdk.Info{Name: "mean", Kind: sdk.KindReward, Version: Version}
+	return sdk.Info{Name: Name, Kind: sdk.KindReward, Version: Version}
 }
 
 // ErrNoScores is returned for an episode with nothing to average.

@@ -50,6 +50,10 @@ func (pr *proc) exited() bool {
 	}
 }
 
+// selfStart is this process's start time, recorded as the owner of the
+// sandboxes it deploys.
+var selfStart, _ = procStart(os.Getpid())
+
 // portTries bounds how often a deploy starts its env again on a new port
 // after the env found its port taken before it could bind it.
 const portTries = 3
@@ -91,11 +95,12 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 	logPath := filepath.Join(root, envLog)
 	environ := buildEnviron(cfg.PassEnv, spec, port, work, tmp, id)
 	st := &state{
-		handle:   handle{Port: port, Root: root},
-		ID:       id, Env: spec.Env,
+		handle: handle{Port: port, Root: root},
+		ID:     id, Env: spec.Env,
 		Endpoint: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		Labels:   copyLabels(spec.Labels), Started: time.Now().UTC(),
-		WorkDir:  work, EnvDir: spec.Dir, Environ: environ,
+		WorkDir: work, EnvDir: spec.Dir, Environ: environ,
+		Owner: os.Getpid(), OwnerStart: selfStart,
 	}
 	pr := &proc{done: make(chan struct{})}
 	p.mu.Lock()

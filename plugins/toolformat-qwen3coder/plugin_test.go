@@ -7,7 +7,7 @@ import (
 	"github.com/agentenv/agentenv/sdk/sdktest"
 )
 
-const cmdPkg = "./cmd/agentenv-toolformat-qwen3coder"
+const cmdPkg = "./cmd/agentenv-toolformat-qwen3_coder"
 
 func TestConformance(t *testing.T) {
 	sdktest.ToolFormatConformance(t, New(), toolformattest.Samples(t, Name)...)

@@ -64,10 +64,10 @@ func TestPrepareRunsOncePerEnv(t *testing.T) {
 }
 
 func TestPrepareCutShortIsRetried(t *testing.T) {
-	cp := &countingPreparer{err: func(ctx context.Context) error { return ctx.Err() }}
-	p := &preparer{impl: cp, envs: map[string]*prepared{}}
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
+	// Cut short while it runs (the caller went away mid-build).
+	cp := &countingPreparer{err: func(ctx context.Context) error { cancel(); return ctx.Err() }}
+	p := &preparer{impl: cp, envs: map[string]*prepared{}}
 	if err := p.prepare(ctx, Spec{Env: "a"}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cut-short prepare: %v", err)
 	}

@@ -3,7 +3,6 @@ package toolformat
 import (
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -49,15 +48,7 @@ func (s *server) Parse(ctx context.Context, req *pb.ParseRequest) (*pb.ParseResp
 	if err != nil {
 		return nil, wire.ToStatus(err)
 	}
-	valid := func(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
-	out := &pb.ParseResponse{Content: valid(p.Content)}
-	for _, c := range p.Calls {
-		out.Calls = append(out.Calls, &pb.Call{Name: valid(c.Name), Arguments: c.Arguments})
-	}
-	for _, u := range p.Unparsed {
-		out.Unparsed = append(out.Unparsed, &pb.Unparsed{Text: valid(u.Text), Reason: valid(u.Reason)})
-	}
-	return out, nil
+	return boundedResponse(p), nil
 }
 
 // Client is the host side of a tool-format plugin.
@@ -75,7 +66,7 @@ var (
 func (c *Client) Parse(ctx context.Context, text string, tools []Tool) (Parsed, error) {
 	// Protobuf strings must be UTF-8; a reply with invalid bytes (a model
 	// cut mid-character) is read with those bytes as U+FFFD.
-	req := &pb.ParseRequest{Text: strings.ToValidUTF8(text, "\uFFFD"), Tools: make([]*pb.Tool, len(tools))}
+	req := &pb.ParseRequest{Text: ValidUTF8(text), Tools: make([]*pb.Tool, len(tools))}
 	for i, t := range tools {
 		req.Tools[i] = &pb.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
 	}
@@ -83,7 +74,7 @@ func (c *Client) Parse(ctx context.Context, text string, tools []Tool) (Parsed, 
 	if err != nil {
 		return Parsed{}, wire.FromStatus(err)
 	}
-	out := Parsed{Content: r.Content}
+	out := Parsed{Content: r.Content, UnparsedOmitted: int(r.UnparsedOmitted), CallsOmitted: int(r.CallsOmitted)}
 	for _, call := range r.Calls {
 		out.Calls = append(out.Calls, Call{Name: call.Name, Arguments: json.RawMessage(call.Arguments)})
 	}

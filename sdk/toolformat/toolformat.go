@@ -37,6 +37,13 @@ type Parsed struct {
 	Content  string // the reply's text outside tool calls
 	Calls    []Call
 	Unparsed []Unparsed
+
+	// Set by the SDK, not by plugins: what the plugin read but did not
+	// send the host. At most MaxUnparsedSent Unparsed entries are sent;
+	// calls are dropped from the end when together they would overflow
+	// the message limit.
+	UnparsedOmitted int
+	CallsOmitted    int
 }
 
 // Parser reads a reply. It is pure: the same input always gives the same
@@ -51,3 +58,7 @@ type Plugin interface {
 	sdk.Informer
 	Parser
 }
+
+// MaxUnparsedSent is how many Unparsed entries of one reply the SDK sends
+// the host; their Text and Reason are cut to about 1 KiB each.
+const MaxUnparsedSent = 64

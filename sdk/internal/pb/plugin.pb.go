@@ -576,10 +576,17 @@ func (x *ParseRequest) GetTools() []*Tool {
 }
 
 type ParseResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Content       string                 `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
-	Calls         []*Call                `protobuf:"bytes,2,rep,name=calls,proto3" json:"calls,omitempty"`
-	Unparsed      []*Unparsed            `protobuf:"bytes,3,rep,name=unparsed,proto3" json:"unparsed,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Content  string                 `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
+	Calls    []*Call                `protobuf:"bytes,2,rep,name=calls,proto3" json:"calls,omitempty"`
+	Unparsed []*Unparsed            `protobuf:"bytes,3,rep,name=unparsed,proto3" json:"unparsed,omitempty"`
+	// Unparsed entries the plugin found but did not send (the SDK sends a
+	// bounded number, so a reply of many bad blocks cannot overflow the
+	// message limit).
+	UnparsedOmitted uint32 `protobuf:"varint,4,opt,name=unparsed_omitted,json=unparsedOmitted,proto3" json:"unparsed_omitted,omitempty"`
+	// Calls the plugin read but did not send: together they were too large
+	// for one message. They are dropped from the end.
+	CallsOmitted  uint32 `protobuf:"varint,5,opt,name=calls_omitted,json=callsOmitted,proto3" json:"calls_omitted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -633,6 +640,20 @@ func (x *ParseResponse) GetUnparsed() []*Unparsed {
 		return x.Unparsed
 	}
 	return nil
+}
+
+func (x *ParseResponse) GetUnparsedOmitted() uint32 {
+	if x != nil {
+		return x.UnparsedOmitted
+	}
+	return 0
+}
+
+func (x *ParseResponse) GetCallsOmitted() uint32 {
+	if x != nil {
+		return x.CallsOmitted
+	}
+	return 0
 }
 
 type DeployRequest struct {
@@ -1215,11 +1236,13 @@ const file_agentenv_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"R\n" +
 	"\fParseRequest\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12.\n" +
-	"\x05tools\x18\x02 \x03(\v2\x18.agentenv.plugin.v1.ToolR\x05tools\"\x93\x01\n" +
+	"\x05tools\x18\x02 \x03(\v2\x18.agentenv.plugin.v1.ToolR\x05tools\"\xe3\x01\n" +
 	"\rParseResponse\x12\x18\n" +
 	"\acontent\x18\x01 \x01(\tR\acontent\x12.\n" +
 	"\x05calls\x18\x02 \x03(\v2\x18.agentenv.plugin.v1.CallR\x05calls\x128\n" +
-	"\bunparsed\x18\x03 \x03(\v2\x1c.agentenv.plugin.v1.UnparsedR\bunparsed\"\xc5\x03\n" +
+	"\bunparsed\x18\x03 \x03(\v2\x1c.agentenv.plugin.v1.UnparsedR\bunparsed\x12)\n" +
+	"\x10unparsed_omitted\x18\x04 \x01(\rR\x0funparsedOmitted\x12#\n" +
+	"\rcalls_omitted\x18\x05 \x01(\rR\fcallsOmitted\"\xc5\x03\n" +
 	"\rDeployRequest\x12\x10\n" +
 	"\x03env\x18\x01 \x01(\tR\x03env\x12\x10\n" +
 	"\x03dir\x18\x02 \x01(\tR\x03dir\x12\x14\n" +

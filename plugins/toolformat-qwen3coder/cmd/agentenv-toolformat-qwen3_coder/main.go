@@ -1,4 +1,4 @@
-// Command agentenv-toolformat-qwen3coder serves the qwen3_coder tool-call
+// Command agentenv-toolformat-qwen3_coder serves the qwen3_coder tool-call
 // format as an agentenv plugin.
 package main
 

@@ -1,0 +1,5 @@
+//go:build !no_hermes
+
+package main
+
+import _ "github.com/agentenv/agentenv/plugins/toolformat-hermes"

@@ -1,0 +1,5 @@
+//go:build !no_local
+
+package main
+
+import _ "github.com/agentenv/agentenv/plugins/sandbox-local"

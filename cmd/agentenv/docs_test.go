@@ -1,0 +1,110 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/agentenv/agentenv/core/bundle"
+	"github.com/agentenv/agentenv/core/episode"
+	"github.com/agentenv/agentenv/sdk/sandbox"
+	"github.com/agentenv/agentenv/sdk/toolformat"
+)
+
+// docFiles are the README and every page of docs/.
+func docFiles(t *testing.T) map[string]string {
+	t.Helper()
+	paths, _ := filepath.Glob("../../docs/*.md")
+	paths = append(paths, "../../README.md")
+	out := map[string]string{}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[p] = string(b)
+	}
+	if len(out) < 5 {
+		t.Fatalf("found %d doc files", len(out))
+	}
+	return out
+}
+
+// Every relative link of the docs leads to a file of the tree.
+func TestDocsLinksResolve(t *testing.T) {
+	link := regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
+	for path, text := range docFiles(t) {
+		for _, m := range link.FindAllStringSubmatch(text, -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(path), target)); err != nil {
+				t.Errorf("%s links to %s, which does not exist", path, target)
+			}
+		}
+	}
+}
+
+// The docs may say a SkyRL piece is missing (the README's "Not built
+// yet"), but must not describe one as there before it is: the rows writer
+// is there when the binary has the command, the Python env when its
+// package is in the tree.
+func TestDocsDescribeNoUnbuiltSkyRLPieces(t *testing.T) {
+	_, _, cmdErr := rootCmd.Find([]string{"skyrl", "rows"})
+	_, pkgErr := os.Stat("../../integrations/skyrl/agentenv_skyrl/__init__.py")
+	pieces := []struct {
+		name  string
+		re    *regexp.Regexp
+		built bool
+	}{
+		{"agentenv skyrl rows", regexp.MustCompile("agentenv skyrl"), cmdErr == nil},
+		{"the agentenv_skyrl package", regexp.MustCompile("agentenv_skyrl"), pkgErr == nil},
+	}
+	for path, text := range docFiles(t) {
+		// The section that says what is missing may name it.
+		if i := strings.Index(text, "## Not built yet"); i >= 0 {
+			text = text[:i]
+		}
+		for n, line := range strings.Split(text, "\n") {
+			for _, p := range pieces {
+				if !p.built && p.re.MatchString(line) {
+					t.Errorf("%s:%d describes %s, which is not built, as if it were there: %s", path, n+1, p.name, line)
+				}
+			}
+		}
+	}
+}
+
+// protocol.md puts each case under the code the server sends: a reset at
+// an index past the end of a split is NOT_FOUND.
+func TestProtocolDocIndexPastTheEnd(t *testing.T) {
+	b, err := bundle.Load("../../core/bundle/testdata/singleturn", bundle.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Play only resolves the task: nothing is deployed.
+	e, err := episode.NewEngine(episode.Config{Bundle: b, Sandbox: struct{ sandbox.Driver }{},
+		ToolFormat: func(string) (toolformat.Parser, error) { return nil, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Play(episode.Request{Split: "all", Index: new(len(b.Tasks))})
+	code := string(episode.CodeOf(err))
+	doc, err := os.ReadFile("../../docs/protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(doc), "\n") {
+		if !strings.HasPrefix(line, "| `") || !strings.Contains(line, "past the end") {
+			continue
+		}
+		if !strings.HasPrefix(line, "| `"+code+"`") {
+			t.Errorf("protocol.md puts an index past the end under %.30s…; the server sends %s", line, code)
+		}
+		return
+	}
+	t.Errorf("protocol.md's error codes do not say which one an index past the end of a split gets (%s)", code)
+}

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package main
+
+import "os"
+
+// scrubEnv removes name from the environment, so no child inherits it.
+// Only Linux also blanks the process's initial environment block.
+func scrubEnv(name string) error {
+	return os.Unsetenv(name)
+}

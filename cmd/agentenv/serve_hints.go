@@ -1,0 +1,60 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"syscall"
+)
+
+// listenError words a failed listen, suggesting --addr when the address
+// is taken.
+func listenError(addr string, err error) error {
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	next := "127.0.0.1:8201"
+	if host, port, serr := net.SplitHostPort(addr); serr == nil {
+		if p, perr := strconv.Atoi(port); perr == nil && p > 0 && p < 65535 {
+			next = net.JoinHostPort(host, strconv.Itoa(p+1))
+		}
+	}
+	return fmt.Errorf("listen on %s: another process (another agentenv serve?) listens there; stop it, or choose another with --addr, e.g. --addr %s: %w", addr, next, err)
+}
+
+// numberWantString finds a config error at a field given a number where
+// the plugin wants a string: "at \"/grace\": got number, want string".
+var numberWantString = regexp.MustCompile(`at "/([^"/]+)": got number, want string`)
+
+// sandboxConfigHint adds to a sandbox config error the likely fix when a
+// --sandbox-config value was read as a number where the plugin wants a
+// string, such as grace=5 for a duration.
+func sandboxConfigHint(err error, config map[string]any) error {
+	m := numberWantString.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	v, isNumber := config[m[1]].(float64)
+	if !isNumber {
+		return err
+	}
+	n := strconv.FormatFloat(v, 'f', -1, 64)
+	return fmt.Errorf("%w (--sandbox-config %s=%s was read as the number %s; for a duration write %s=%ss, for other text %s='\"%s\"')",
+		err, m[1], n, n, m[1], n, m[1], n)
+}
+
+// envVarName is what an environment variable's name looks like by
+// convention; a token almost never does.
+var envVarName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]{0,127}$`)
+
+// tokenVarError says the --token-var variable is unset or empty. The
+// value is named only when it looks like a variable's name: given the
+// token itself by mistake, the error must not print it.
+func tokenVarError(name string) error {
+	if envVarName.MatchString(name) {
+		return fmt.Errorf("--token-var %s: the variable is empty or unset; put the token in it, or drop --token-var to serve without one", name)
+	}
+	return errors.New("--token-var takes the name of the environment variable that holds the token (e.g. AGENTENV_TOKEN), not the token; the value given names no set variable and is not shown here in case it is the token itself")
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/agentenv/agentenv/core/episode"
+	"github.com/agentenv/agentenv/core/server"
+)
+
+// serveLimits bound what a client, hostile or runaway, can cost the
+// server. Each is a flag and a key of the [serve] table (the flag name
+// with '_' for '-'); docs/serving.md lists them.
+type serveLimits struct {
+	MaxReplyErrors    int
+	MaxCallsPerReply  int
+	MaxArgumentValues int
+	HTTPReadTimeout   time.Duration
+	HTTPWriteTimeout  time.Duration
+	HTTPIdleTimeout   time.Duration
+	MaxConnections    int
+	MaxQueuedMessages int
+}
+
+func defaultServeLimits() serveLimits {
+	return serveLimits{
+		MaxReplyErrors:    episode.DefaultMaxReplyErrors,
+		MaxCallsPerReply:  episode.DefaultMaxCallsPerReply,
+		MaxArgumentValues: episode.DefaultMaxArgumentValues,
+		HTTPReadTimeout:   server.DefaultHTTPReadTimeout,
+		HTTPWriteTimeout:  server.DefaultHTTPWriteTimeout,
+		HTTPIdleTimeout:   server.DefaultHTTPIdleTimeout,
+		MaxConnections:    server.DefaultMaxConnections,
+		MaxQueuedMessages: server.DefaultMaxQueuedFrames,
+	}
+}
+
+// limitSetting is one limit: its flag name, help, and where it lives.
+type limitSetting struct {
+	flag string
+	help string
+	n    *int           // a count, at least 1
+	d    *time.Duration // or a duration, more than 0
+}
+
+func (s limitSetting) key() string { return strings.ReplaceAll(s.flag, "-", "_") }
+
+// settings lists l's limits, in the same order for any serveLimits.
+func (l *serveLimits) settings() []limitSetting {
+	return []limitSetting{
+		{flag: "max-reply-errors", n: &l.MaxReplyErrors, help: "error messages one model reply gets back at most; the rest are counted in one line"},
+		{flag: "max-calls-per-reply", n: &l.MaxCallsPerReply, help: "tool calls run for one model reply at most; later ones are answered \"not run\""},
+		{flag: "max-argument-values", n: &l.MaxArgumentValues, help: "JSON values (keys included) one tool call's arguments may hold; larger calls are refused unread"},
+		{flag: "http-read-timeout", d: &l.HTTPReadTimeout, help: "longest time to read one HTTP request, headers and body"},
+		{flag: "http-write-timeout", d: &l.HTTPWriteTimeout, help: "longest time to handle one HTTP request and write its response"},
+		{flag: "http-idle-timeout", d: &l.HTTPIdleTimeout, help: "close a kept-alive HTTP connection after this long without a request"},
+		{flag: "max-connections", n: &l.MaxConnections, help: "open connections at most, WebSocket sessions included; past it a connection is answered 503"},
+		{flag: "max-queued-messages", n: &l.MaxQueuedMessages, help: "messages a session holds waiting for their replies; past it one is answered QUEUE_FULL"},
+	}
+}
+
+// addFlags registers every limit as a flag.
+func (l *serveLimits) addFlags(f *pflag.FlagSet) {
+	for _, s := range l.settings() {
+		if s.n != nil {
+			f.IntVar(s.n, s.flag, *s.n, s.help)
+		} else {
+			f.DurationVar(s.d, s.flag, *s.d, s.help)
+		}
+	}
+}
+
+// isLimitKey says whether key of the [serve] table is a limit.
+func isLimitKey(key string) bool {
+	for _, s := range (&serveLimits{}).settings() {
+		if s.key() == key {
+			return true
+		}
+	}
+	return false
+}
+
+// readTable sets the limits the [serve] table gives.
+func (l *serveLimits) readTable(table map[string]any) error {
+	for _, s := range l.settings() {
+		v, ok := table[s.key()]
+		if !ok {
+			continue
+		}
+		if s.n != nil {
+			n, isInt := v.(int64)
+			if !isInt {
+				return fmt.Errorf("[serve] %s: want a whole number, got %v", s.key(), v)
+			}
+			*s.n = int(n)
+			continue
+		}
+		str, isStr := v.(string)
+		d, err := time.ParseDuration(str)
+		if !isStr || err != nil {
+			return fmt.Errorf("[serve] %s %v: want a duration like \"30s\"", s.key(), v)
+		}
+		*s.d = d
+	}
+	return nil
+}
+
+// merge takes flags' value of each limit whose flag was given.
+func (l *serveLimits) merge(flags *serveLimits, changed func(string) bool) {
+	mine, theirs := l.settings(), flags.settings()
+	for i, s := range mine {
+		if !changed(s.flag) {
+			continue
+		}
+		if s.n != nil {
+			*s.n = *theirs[i].n
+		} else {
+			*s.d = *theirs[i].d
+		}
+	}
+}
+
+// check refuses limits out of range, naming the flag.
+func (l *serveLimits) check() error {
+	for _, s := range l.settings() {
+		switch {
+		case s.n != nil && *s.n < 1:
+			return fmt.Errorf("--%s must be at least 1, got %d", s.flag, *s.n)
+		case s.d != nil && *s.d <= 0:
+			return fmt.Errorf("--%s must be more than 0, got %s", s.flag, *s.d)
+		}
+	}
+	return nil
+}
+
+// episodeLimits are the limits the episode engine applies.
+func (l serveLimits) episodeLimits() episode.Limits {
+	return episode.Limits{
+		MaxReplyErrors:    l.MaxReplyErrors,
+		MaxCallsPerReply:  l.MaxCallsPerReply,
+		MaxArgumentValues: l.MaxArgumentValues,
+	}
+}
+
+// httpLimits are the limits the HTTP server applies.
+func (l serveLimits) httpLimits() server.HTTPLimits {
+	return server.HTTPLimits{
+		ReadTimeout:    l.HTTPReadTimeout,
+		WriteTimeout:   l.HTTPWriteTimeout,
+		IdleTimeout:    l.HTTPIdleTimeout,
+		MaxConnections: l.MaxConnections,
+	}
+}

