@@ -334,9 +334,7 @@ func TestEvalQwen3Coder(t *testing.T) {
 	run := func(policy string, limit string) (eval.Summary, []eval.Record) {
 		out := filepath.Join(dir, policy+".jsonl")
 		stdout, stderr, code := runEvalCmd(t, "http://"+addr, "--model-url", model, "--model", policy, "--tokenizer", tok,
-			// The server finds the plugin by its binary's spelling; on this
-			// main a reset naming "qwen3_coder" is refused (plugin lookup).
-			"--tool-format", "qwen3coder", "--limit", limit, "--out", out, "--json")
+			"--tool-format", "qwen3_coder", "--limit", limit, "--out", out, "--json")
 		if code != 0 {
 			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 		}
