@@ -153,8 +153,8 @@ func runEval(ctx context.Context, url string, o evalOptions, changed func(string
 	if err != nil {
 		return err
 	}
-	// The same loader and template as `agentenv skyrl rows`.
-	_, cfg, err := loadTokenizer(o.tokenizer, stderr)
+	// The chat template `agentenv skyrl rows` loads, found the same way.
+	_, cfg, err := loadChatTemplate(o.tokenizer, stderr)
 	if err != nil {
 		return fmt.Errorf("--tokenizer %s: %w", o.tokenizer, err)
 	}
