@@ -22,7 +22,6 @@ const callsBudget = sdk.MaxMessageBytes / 2
 // reply several times): at most MaxUnparsedSent unparsed entries, each cut
 // to about 1 KiB, and calls up to callsBudget; the rest are counted.
 func boundedResponse(p Parsed) *pb.ParseResponse {
-
 	out := &pb.ParseResponse{Content: ValidUTF8(p.Content)}
 	size := 0
 	for i, c := range p.Calls {
@@ -38,10 +37,16 @@ func boundedResponse(p Parsed) *pb.ParseResponse {
 			out.UnparsedOmitted = uint32(len(p.Unparsed) - i)
 			break
 		}
-		out.Unparsed = append(out.Unparsed, &pb.Unparsed{
-			Text: cut(ValidUTF8(u.Text), unparsedFieldBytes), Reason: cut(ValidUTF8(u.Reason), unparsedFieldBytes)})
+		u = Sent(u)
+		out.Unparsed = append(out.Unparsed, &pb.Unparsed{Text: u.Text, Reason: u.Reason})
 	}
 	return out
+}
+
+// Sent is an unparsed entry as the host receives it from a plugin: valid
+// UTF-8, and its text and reason each cut to about 1 KiB (marked "…").
+func Sent(u Unparsed) Unparsed {
+	return Unparsed{Text: cut(ValidUTF8(u.Text), unparsedFieldBytes), Reason: cut(ValidUTF8(u.Reason), unparsedFieldBytes)}
 }
 
 // cut shortens s to at most n bytes on a rune boundary, marking the cut.
