@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
 )
@@ -82,7 +83,7 @@ func (p *Plugin) Deploy(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox
 	}
 	out, err := s.api.RunTask(ctx, in)
 	if err != nil {
-		return sandbox.Sandbox{}, fmt.Errorf("sandbox-ecs: env %q: RunTask in cluster %s: %w", spec.Env, s.cfg.Cluster, err)
+		return sandbox.Sandbox{}, fmt.Errorf("sandbox-ecs: env %q: RunTask in cluster %s: %w%s", spec.Env, s.cfg.Cluster, err, throttleHint(err))
 	}
 	if len(out.Tasks) == 0 {
 		return sandbox.Sandbox{}, fmt.Errorf("sandbox-ecs: env %q: ECS placed no task in cluster %s: %s", spec.Env, s.cfg.Cluster, describeFailures(out.Failures))
@@ -248,6 +249,15 @@ func privateIP(t types.Task) (string, error) {
 		}
 	}
 	return "", errors.New("RUNNING but without a private IP: its task definition must use awsvpc networking")
+}
+
+// throttleHint says what to change when ECS kept throttling launches.
+func throttleHint(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == "ThrottlingException" {
+		return " (ECS kept throttling the launches: lower launch_rate or launch_burst, or raise max_attempts)"
+	}
+	return ""
 }
 
 // logsHint says where a failed task's output is, when it has awslogs.
