@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/agentenv/agentenv/client v0.0.0-00010101000000-000000000000
 	github.com/agentenv/agentenv/core v0.0.0-00010101000000-000000000000
+	github.com/agentenv/agentenv/examples/gridsim v0.0.0-00010101000000-000000000000
 	github.com/agentenv/agentenv/plugins/reward-mean v0.0.0-00010101000000-000000000000
 	github.com/agentenv/agentenv/plugins/sandbox-ecs v0.0.0-00010101000000-000000000000
 	github.com/agentenv/agentenv/plugins/sandbox-local v0.0.0-00010101000000-000000000000
@@ -52,6 +53,7 @@ require (
 replace (
 	github.com/agentenv/agentenv/client => ../../client
 	github.com/agentenv/agentenv/core => ../../core
+	github.com/agentenv/agentenv/examples/gridsim => ../../examples/gridsim
 	github.com/agentenv/agentenv/plugins/reward-mean => ../../plugins/reward-mean
 	github.com/agentenv/agentenv/plugins/sandbox-ecs => ../../plugins/sandbox-ecs
 	github.com/agentenv/agentenv/plugins/sandbox-local => ../../plugins/sandbox-local
