@@ -156,7 +156,7 @@ func TestPluginsListExternal(t *testing.T) {
 	}
 	// A failed plugin makes list exit 1, after the whole table.
 	out, stderr, code := run(t, ext, "plugins", "list")
-	if code != 1 || !strings.Contains(stderr, "1 of 5 plugins failed") {
+	if code != 1 || !strings.Contains(stderr, "1 of 6 plugins failed") {
 		t.Fatalf("exit %d, want 1 with a failed plugin: %s", code, stderr)
 	}
 	if jsonOut, _, jsonCode := run(t, ext, "plugins", "list", "--json"); jsonCode != 1 || !json.Valid([]byte(jsonOut)) {
