@@ -81,13 +81,24 @@ func clocked(p *Plugin) *launchClock {
 	return c
 }
 
-// launchRate is the pace of RunTask calls past the first burst, per second.
+// launchRate is the pace of launches past the first burst, per second:
+// the inverse of the least-squares slope of launch time against launch
+// number, so one launch delayed by the scheduler does not skew it as a
+// first-to-last span would.
 func launchRate(times []time.Time, burst int) float64 {
 	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
-	if len(times) <= burst+1 {
+	pts := times[min(burst, len(times)):]
+	if len(pts) < 2 {
 		return 0
 	}
-	return float64(len(times)-1-burst) / times[len(times)-1].Sub(times[burst]).Seconds()
+	var sx, sy, sxx, sxy float64
+	for i, t := range pts {
+		x, y := float64(i), t.Sub(pts[0]).Seconds()
+		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
+	}
+	n := float64(len(pts))
+	slope := (n*sxy - sx*sy) / (n*sxx - sx*sx)
+	return 1 / slope
 }
 
 // 256 concurrent deploys with the launch limiter at 100/s (burst 10),
@@ -126,8 +137,10 @@ func TestLaunchLimiterHolds(t *testing.T) {
 // BenchmarkLaunch256 is 256 concurrent deploys (and their terminates)
 // through the plugin against the stand-in in no-Docker mode, with the
 // launch limiter at 200/s (burst 20), against a floor of the same deploys
-// with the limiter out of the way. It reports the launch rate reached and
-// its ratio to the limit (at most 1 when the limiter holds).
+// with the limiter out of the way. It reports the launch rate reached (the
+// mean over iterations of the fitted pace of the plugin's RunTask calls)
+// and its ratio to the limit; TestLaunchLimiterHolds checks the strict
+// bound launch by launch.
 func BenchmarkLaunch256(b *testing.B) {
 	const n, rate, burst = 256, 200.0, 20
 	s := standintest.Start(b, nil, standin.Options{})
@@ -153,7 +166,7 @@ func BenchmarkLaunch256(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		reached = max(reached, launchRate(clock.launches(), burst))
+		reached += launchRate(clock.launches(), burst) / float64(b.N)
 		b.StartTimer()
 	}
 	perOp := b.Elapsed() / time.Duration(b.N)
