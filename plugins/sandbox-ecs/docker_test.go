@@ -33,7 +33,10 @@ func TestConformanceOnDocker(t *testing.T) {
 func TestDockerTasks(t *testing.T) {
 	d := standintest.Docker(t)
 	image := buildListener(t, d)
-	s := standintest.Start(t, d, standin.Options{StopGrace: time.Second})
+	// A task stays PENDING a second after its container starts, so one
+	// that exits at once is seen to stop before RUNNING (ECS, like this,
+	// may also report RUNNING first when the exit comes later).
+	s := standintest.Start(t, d, standin.Options{StopGrace: time.Second, Pending: time.Second})
 	p := newPlugin(t, s.URL, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
