@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/agentenv/agentenv/plugins/sandbox-ecs/standin"
 	"github.com/agentenv/agentenv/plugins/sandbox-ecs/standin/standintest"
 	"github.com/agentenv/agentenv/sdk/sandbox"
@@ -358,5 +360,33 @@ func TestExecUnsupported(t *testing.T) {
 	_, err := New().Exec(context.Background(), sandbox.Sandbox{ID: "ecs-x"}, []string{"true"})
 	if !errors.Is(err, sandbox.ErrExecUnsupported) || !strings.Contains(err.Error(), "ecs-x") {
 		t.Errorf("Exec = %v", err)
+	}
+}
+
+// A capacity provider strategy replaces the FARGATE launch type, and the
+// platform version is passed on; a provider the cluster lacks is ECS's
+// error.
+func TestCapacityProvidersAndPlatform(t *testing.T) {
+	s := standintest.Start(t, nil, standin.Options{})
+	p := newPlugin(t, s.URL, map[string]any{"platform_version": "1.4.0",
+		"capacity_provider_strategy": []map[string]any{{"capacity_provider": "FARGATE_SPOT", "weight": 3}, {"capacity_provider": "FARGATE", "weight": 1, "base": 1}}})
+	sb, err := p.Deploy(context.Background(), spec("listener:1", labels("srv", "ep")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := decodeState(sb)
+	setup, _ := p.setup()
+	task, err := describeTask(context.Background(), setup.api, st)
+	if err != nil || aws.ToString(task.CapacityProviderName) != "FARGATE_SPOT" || task.LaunchType != "" || aws.ToString(task.PlatformVersion) != "1.4.0" {
+		t.Errorf("task: capacity provider %q, launch type %q, platform %q, %v; want FARGATE_SPOT, none, 1.4.0",
+			aws.ToString(task.CapacityProviderName), task.LaunchType, aws.ToString(task.PlatformVersion), err)
+	}
+	if err := p.Terminate(context.Background(), sb); err != nil {
+		t.Fatal(err)
+	}
+	bad := newPlugin(t, s.URL, map[string]any{"capacity_provider_strategy": []map[string]any{{"capacity_provider": "MY_ASG"}}})
+	_, err = bad.Deploy(context.Background(), spec("listener:1", labels("srv", "ep2")))
+	if err == nil || !strings.Contains(err.Error(), "InvalidParameterException") || !strings.Contains(err.Error(), "capacity provider") {
+		t.Fatalf("Deploy with an unknown capacity provider: %v", err)
 	}
 }
