@@ -3,6 +3,7 @@ module github.com/agentenv/agentenv/core
 go 1.26.0
 
 require (
+	github.com/agentenv/agentenv/client v0.0.0-00010101000000-000000000000
 	github.com/agentenv/agentenv/sdk v0.0.0-00010101000000-000000000000
 	github.com/ardanlabs/jinja v1.8.0
 	github.com/dlclark/regexp2 v1.12.0
@@ -51,4 +52,7 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-replace github.com/agentenv/agentenv/sdk => ../sdk
+replace (
+	github.com/agentenv/agentenv/client => ../client
+	github.com/agentenv/agentenv/sdk => ../sdk
+)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -314,6 +315,8 @@ func TestServeRefusesBadStart(t *testing.T) {
 		{"port in use names --addr", gridsimBundle, nil, []string{"--addr", busy}, "choose another with --addr"},
 		{"a number where the sandbox wants a duration", gridsimBundle, nil, []string{"--sandbox-config", "grace=5"}, `write grace=5s`},
 		{"no bundle", "", nil, nil, "serve needs the bundle folder to serve"},
+		// The sandbox cannot run the env: refused at start, not at every reset.
+		{"an env the sandbox cannot run", imageOnlyBundle(t), nil, nil, `env "web"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -322,14 +325,40 @@ func TestServeRefusesBadStart(t *testing.T) {
 				args = append(args, tc.bundle)
 			}
 			args = append(append(args, "--addr", "127.0.0.1:0", "--sandbox-config", "state_dir="+t.TempDir()), tc.args...)
-			cmd := exec.Command(agentenv(t), args...)
+			// A server that wrongly starts is killed, and the case fails.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, agentenv(t), args...)
 			cmd.Env = append(cmd.Environ(), tc.env...)
 			out, err := cmd.CombinedOutput()
-			if err == nil || !strings.Contains(string(out), tc.want) {
+			if err == nil || ctx.Err() != nil || !strings.Contains(string(out), tc.want) {
 				t.Fatalf("got %v, want a refusal with %q:\n%s", err, tc.want, out)
 			}
 		})
 	}
+}
+
+// imageOnlyBundle is a bundle whose one env has only an image (no
+// command, no Dockerfile to build it from).
+func imageOnlyBundle(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for path, text := range map[string]string{
+		"README.md":         "An env with only an image.\n",
+		"envs/web/env.toml": "image = \"agentenv-test/no-such-image:1\"\n",
+		"tasks/t.json": `[{"id": "env", "type": "deploy_env", "env": "web"},
+ {"id": "ask", "type": "prompt_agent", "prompt": "Say hi."},
+ {"id": "check", "type": "verify_answer", "turn": "ask", "expected": "hi"}]`,
+	} {
+		full := filepath.Join(dir, path)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // pythonWithWebsockets finds a python3 that can import websockets (the

@@ -23,13 +23,10 @@ const hubTimeout = 10 * time.Minute
 // loadTokenizer loads a model's tokenizer and chat template from ref: a
 // local folder, the Hugging Face cache, or a download from the Hub into
 // that cache (HF_HOME, HF_ENDPOINT, HF_TOKEN; see docs/tokenizers.md).
-// skyrl rows and eval share it.
+// skyrl rows uses it; eval, which counts no tokens, loads only the chat
+// template (loadChatTemplate), found the same way.
 var loadTokenizer = func(ref string, stderr io.Writer) (skyrl.Counter, skyrl.TokenizerConfig, error) {
-	hub := tokenizer.HubFromEnv()
-	hub.Logger = hclog.New(&hclog.LoggerOptions{Name: "tokenizer", Output: stderr, Level: hclog.Info})
-	ctx, cancel := context.WithTimeout(context.Background(), hubTimeout)
-	defer cancel()
-	dir, err := hub.Resolve(ctx, ref)
+	dir, cfg, err := loadChatTemplate(ref, stderr)
 	if err != nil {
 		return nil, skyrl.TokenizerConfig{}, err
 	}
@@ -37,18 +34,33 @@ var loadTokenizer = func(ref string, stderr io.Writer) (skyrl.Counter, skyrl.Tok
 	if err != nil {
 		return nil, skyrl.TokenizerConfig{}, err
 	}
+	return tok, cfg, nil
+}
+
+// loadChatTemplate resolves ref as loadTokenizer does and reads the
+// model's chat template and special tokens, returning the folder too. It
+// does not load the BPE (a second or so for Qwen3's).
+func loadChatTemplate(ref string, stderr io.Writer) (string, skyrl.TokenizerConfig, error) {
+	hub := tokenizer.HubFromEnv()
+	hub.Logger = hclog.New(&hclog.LoggerOptions{Name: "tokenizer", Output: stderr, Level: hclog.Info})
+	ctx, cancel := context.WithTimeout(context.Background(), hubTimeout)
+	defer cancel()
+	dir, err := hub.Resolve(ctx, ref)
+	if err != nil {
+		return "", skyrl.TokenizerConfig{}, err
+	}
 	cfg, err := tokenizer.LoadConfig(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, skyrl.TokenizerConfig{}, fmt.Errorf("tokenizer %s has no tokenizer_config.json, so no chat template: point --tokenizer at the model's folder or Hub id, which has one", ref)
+		return "", skyrl.TokenizerConfig{}, fmt.Errorf("tokenizer %s has no tokenizer_config.json, so no chat template: point --tokenizer at the model's folder or Hub id, which has one", ref)
 	}
 	if err != nil {
-		return nil, skyrl.TokenizerConfig{}, err
+		return "", skyrl.TokenizerConfig{}, err
 	}
 	out := skyrl.TokenizerConfig{ChatTemplate: cfg.ChatTemplate, BOSToken: cfg.BOSToken, EOSToken: cfg.EOSToken}
 	// Templates may also use pad_token and unk_token, which transformers
 	// passes as it passes bos and eos.
 	out.PadToken, out.UnkToken = specialTokens(filepath.Join(dir, tokenizer.ConfigFile))
-	return tok, out, nil
+	return dir, out, nil
 }
 
 // specialTokens reads pad_token and unk_token (strings or AddedToken

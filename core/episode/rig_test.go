@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -50,15 +49,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	for name, src := range plugins {
-		out := filepath.Join(dir, name)
-		cmd := exec.Command("go", "build", "-o", out, ".")
-		cmd.Dir = src
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", name, err, msg)
-			os.Exit(1)
-		}
-		pluginBins[name] = out
+	if pluginBins, err = testenvbuild.BuildCommands(dir, plugins); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	stateRoot = filepath.Join(dir, "state")
 	code := m.Run()

@@ -56,7 +56,7 @@ func (e *Engine) deployEnv(ctx context.Context, name string, labels map[string]s
 	start := time.Now()
 	sb, err := e.cfg.Sandbox.Deploy(ctx, spec)
 	if err != nil {
-		e.reapDeploy(ctx, nonce)
+		e.reapDeploy(nonce)
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("deploying env %q: not ready within %s (the deploy timeout): %w", name, e.cfg.DeployTimeout, err)
 		}
@@ -81,22 +81,51 @@ func (e *Engine) deployEnv(ctx context.Context, name string, labels map[string]s
 	return le, nil
 }
 
-// reapDeploy terminates whatever a failed Deploy call left behind.
-func (e *Engine) reapDeploy(ctx context.Context, nonce string) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.TeardownTimeout)
-	defer cancel()
-	left, err := e.cfg.Sandbox.List(rctx, map[string]string{sandbox.LabelDeploy: nonce})
-	if err != nil {
-		e.log.Warn("listing sandboxes after a failed deploy", "error", err)
-		return
-	}
-	envs := make([]*liveEnv, 0, len(left))
-	for _, sb := range left {
-		e.log.Warn("terminating a sandbox a failed deploy left", "sandbox", sb.ID)
-		envs = append(envs, &liveEnv{name: sb.Labels[sandbox.LabelDeploy], sb: sb})
-	}
-	if len(envs) > 0 {
-		e.retire(envs)
+// reapDeploy terminates, in the background, whatever a failed Deploy call
+// left behind. A Deploy cut short by a plugin crash may have started an
+// env the restarted plugin can list, so a failed List is retried like a
+// failed Terminate.
+func (e *Engine) reapDeploy(nonce string) {
+	e.teardowns.add()
+	go func() {
+		defer e.teardowns.done()
+		giveUp := time.Now().Add(e.cfg.TeardownRetry)
+		wait := 100 * time.Millisecond
+		for {
+			rctx, cancel := context.WithTimeout(context.Background(), e.cfg.TeardownTimeout)
+			left, err := e.cfg.Sandbox.List(rctx, map[string]string{sandbox.LabelDeploy: nonce})
+			cancel()
+			if err == nil {
+				for _, sb := range left {
+					e.log.Warn("terminating a sandbox a failed deploy left", "sandbox", sb.ID)
+					if err := e.terminate(&liveEnv{name: sb.Labels[sandbox.LabelTask], sb: sb}); err != nil {
+						e.log.Error("teardown failed; the env is left for reaping", "error", err)
+					}
+				}
+				return
+			}
+			if time.Now().Add(wait).After(giveUp) {
+				e.log.Error("could not list what a failed deploy left; it is left for reaping", "error", err)
+				return
+			}
+			e.log.Warn("listing sandboxes after a failed deploy failed; retrying", "error", err, "retry_in", wait)
+			if !e.pause(wait) {
+				time.Sleep(min(wait, 100*time.Millisecond))
+			}
+			wait = min(wait*2, 5*time.Second)
+		}
+	}()
+}
+
+// pause waits d, or less once the engine is closing (false then).
+func (e *Engine) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-e.closing:
+		return false
 	}
 }
 
@@ -151,11 +180,8 @@ func (e *Engine) terminate(le *liveEnv) error {
 			return fmt.Errorf("terminating env %q (sandbox %s), %d attempts: %w", le.name, le.sb.ID, attempt, err)
 		}
 		e.log.Warn("teardown failed; retrying", "env", le.name, "sandbox", le.sb.ID, "attempt", attempt, "error", err, "retry_in", wait)
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-e.closing:
-			t.Stop() // shutting down: retry at once, then on the usual schedule
+		if !e.pause(wait) {
+			// Shutting down: retry soon rather than on the usual schedule.
 			time.Sleep(min(wait, 100*time.Millisecond))
 		}
 		wait = min(wait*2, 5*time.Second)

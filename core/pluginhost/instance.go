@@ -230,7 +230,12 @@ func (h *Host) pluginEnv(id string, passEnv []string) []string {
 		}
 	}
 	// go-plugin reads this in the plugin to place its unix socket.
-	return append(env, "PLUGIN_UNIX_SOCKET_DIR="+h.sockDir)
+	env = append(env, "PLUGIN_UNIX_SOCKET_DIR="+h.sockDir)
+	if h.log != nil {
+		// The SDK's logger sends only what the host will show.
+		env = append(env, sdk.EnvLogLevel+"="+h.log.GetLevel().String())
+	}
+	return env
 }
 
 var unrecognized = regexp.MustCompile(`Unrecognized remote plugin message: ([^\n]*)`)
@@ -297,11 +302,43 @@ func (t *tailBuffer) String() string {
 	return string(t.b)
 }
 
-// pluginLogger stops go-plugin from naming a plugin's logger after its
-// binary (every built-in is "agentenv"): the host names it after the plugin.
+// pluginLogger is the logger go-plugin re-logs a plugin's stderr lines
+// to. It stops go-plugin from naming it after the binary (every built-in
+// is "agentenv"): the host names it after the plugin. Of the pairs
+// go-plugin adds to a JSON line, it drops "timestamp" (the plugin's own
+// clock; the host's line has one already) and turns "@module" (a plugin
+// logger made with Named) into a name below the plugin's.
 type pluginLogger struct{ hclog.Logger }
 
 func (l pluginLogger) Named(string) hclog.Logger { return l }
+
+func (l pluginLogger) Trace(msg string, args ...any) { l.Log(hclog.Trace, msg, args...) }
+func (l pluginLogger) Debug(msg string, args ...any) { l.Log(hclog.Debug, msg, args...) }
+func (l pluginLogger) Info(msg string, args ...any)  { l.Log(hclog.Info, msg, args...) }
+func (l pluginLogger) Warn(msg string, args ...any)  { l.Log(hclog.Warn, msg, args...) }
+func (l pluginLogger) Error(msg string, args ...any) { l.Log(hclog.Error, msg, args...) }
+
+func (l pluginLogger) Log(level hclog.Level, msg string, args ...any) {
+	log := l.Logger
+	kept := make([]any, 0, len(args))
+	for i := 0; i < len(args); i += 2 {
+		if i+1 == len(args) {
+			kept = append(kept, args[i])
+			break
+		}
+		switch args[i] {
+		case "timestamp":
+			continue
+		case "@module":
+			if name, ok := args[i+1].(string); ok && name != "" {
+				log = log.Named(name)
+			}
+			continue
+		}
+		kept = append(kept, args[i], args[i+1])
+	}
+	log.Log(level, msg, kept...)
+}
 
 var pluginVersion = regexp.MustCompile(`Plugin version: (\d+)`)
 

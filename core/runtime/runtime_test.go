@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -42,13 +41,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	pluginDir = filepath.Join(dir, "plugins")
-	for name, src := range pluginSources {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(pluginDir, name), ".")
-		cmd.Dir = src
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", name, err, msg)
-			os.Exit(1)
-		}
+	if _, err := testenvbuild.BuildCommands(pluginDir, pluginSources); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	code := m.Run()
 	if left := testenvbuild.Procs(testenvBin); len(left) > 0 {

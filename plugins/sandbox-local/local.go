@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -216,10 +217,28 @@ func (p *Plugin) adopt(st *state) bool {
 		st.ProcStart, _ = procStart(pid)
 		return true
 	}
-	if time.Since(st.Started) > time.Duration(p.config().ReadyTimeout) {
-		p.forget(st)
+	if !ownerAlive(st) || time.Since(st.Started) > time.Duration(p.config().ReadyTimeout) {
+		p.forget(st) // a deploy cut short before its env started
 	}
 	return false
+}
+
+// ownerAlive reports whether the plugin process that recorded st may
+// still be deploying it. This process's own deploys are in p.procs, so
+// here "this process" means one that is not deploying it.
+func ownerAlive(st *state) bool {
+	if st.Owner == 0 {
+		return true // recorded by an older version: wait for ready_timeout
+	}
+	if st.Owner == os.Getpid() {
+		return false
+	}
+	f, ok := procStat(st.Owner)
+	if !ok || f[0][0] == 'Z' { // gone, or a zombie nobody reaped yet
+		return false
+	}
+	start, err := strconv.ParseUint(string(f[19]), 10, 64)
+	return err == nil && (st.OwnerStart == 0 || start == st.OwnerStart)
 }
 
 func labelsMatch(have, want map[string]string) bool {

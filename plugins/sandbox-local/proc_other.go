@@ -19,3 +19,6 @@ func groupMembers(pgid int) []int {
 
 // findByVar cannot look into other processes' environments without /proc.
 func findByVar(string, string) (int, bool) { return 0, false }
+
+// procStat is unknown without /proc.
+func procStat(int) ([][]byte, bool) { return nil, false }

@@ -50,6 +50,10 @@ func (pr *proc) exited() bool {
 	}
 }
 
+// selfStart is this process's start time, recorded as the owner of the
+// sandboxes it deploys.
+var selfStart, _ = procStart(os.Getpid())
+
 // portTries bounds how often a deploy starts its env again on a new port
 // after the env found its port taken before it could bind it.
 const portTries = 3
@@ -96,6 +100,7 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 		Endpoint: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		Labels:   copyLabels(spec.Labels), Started: time.Now().UTC(),
 		WorkDir: work, EnvDir: spec.Dir, Environ: environ,
+		Owner: os.Getpid(), OwnerStart: selfStart,
 	}
 	pr := &proc{done: make(chan struct{})}
 	p.mu.Lock()

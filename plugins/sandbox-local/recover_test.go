@@ -62,27 +62,43 @@ func TestRecoversEnvStartedByAKilledDeploy(t *testing.T) {
 }
 
 // A state recorded for an env that never started is removed, with its
-// temp dir, once no deploy can still be starting it.
+// temp dir, once no deploy can still be starting it: its owner process is
+// gone, or ready_timeout has passed.
 func TestForgetsDeployThatNeverStarted(t *testing.T) {
-	stateDir := t.TempDir()
-	root, err := os.MkdirTemp("", rootPrefix+"*")
-	if err != nil {
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(root) })
-	st := &state{ID: newID(), handle: handle{Root: root}, Started: time.Now().Add(-time.Hour).UTC()}
-	if err := writeState(stateDir, st); err != nil {
-		t.Fatal(err)
-	}
-	p := newPlugin(t, stateDir, map[string]any{"ready_timeout": "1s"})
-	if got, err := p.List(context.Background(), nil); err != nil || len(got) != 0 {
-		t.Fatalf("List = %+v, %v", got, err)
-	}
-	if _, err := os.Stat(root); !os.IsNotExist(err) {
-		t.Errorf("temp dir %s kept", root)
-	}
-	if left := stateLeft(stateDir); len(left) != 0 {
-		t.Errorf("state left: %v", left)
+	for _, tc := range []struct {
+		name    string
+		started time.Time
+		owner   int
+	}{
+		{"older than ready_timeout", time.Now().Add(-time.Hour), 0},
+		{"its plugin process is gone", time.Now(), dead.Process.Pid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stateDir := t.TempDir()
+			root, err := os.MkdirTemp("", rootPrefix+"*")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(root) })
+			st := &state{ID: newID(), handle: handle{Root: root}, Started: tc.started.UTC(), Owner: tc.owner, OwnerStart: 1}
+			if err := writeState(stateDir, st); err != nil {
+				t.Fatal(err)
+			}
+			p := newPlugin(t, stateDir, map[string]any{"ready_timeout": "1m"})
+			if got, err := p.List(context.Background(), nil); err != nil || len(got) != 0 {
+				t.Fatalf("List = %+v, %v", got, err)
+			}
+			if _, err := os.Stat(root); !os.IsNotExist(err) {
+				t.Errorf("temp dir %s kept", root)
+			}
+			if left := stateLeft(stateDir); len(left) != 0 {
+				t.Errorf("state left: %v", left)
+			}
+		})
 	}
 }
 

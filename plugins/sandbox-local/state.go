@@ -39,9 +39,14 @@ type state struct {
 	Endpoint string            `json:"endpoint"`
 	Labels   map[string]string `json:"labels,omitempty"`
 	Started  time.Time         `json:"started"`
-	WorkDir  string            `json:"workdir"` // the env's working dir, under Root
-	EnvDir   string            `json:"env_dir"` // the env's folder in its bundle
-	Environ  []string          `json:"environ"` // the env's environment, reused by Exec; never in a handle
+	// Owner is the plugin process that recorded the sandbox (pid and its
+	// start time): a state without a started env whose owner is gone was
+	// a deploy cut short, and is removed at once.
+	Owner      int      `json:"owner,omitempty"`
+	OwnerStart uint64   `json:"owner_start,omitempty"`
+	WorkDir    string   `json:"workdir"` // the env's working dir, under Root
+	EnvDir     string   `json:"env_dir"` // the env's folder in its bundle
+	Environ    []string `json:"environ"` // the env's environment, reused by Exec; never in a handle
 }
 
 const stateExt = ".json"

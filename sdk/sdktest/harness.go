@@ -55,7 +55,11 @@ func Sandbox(t testing.TB, p sandbox.Plugin) *sandbox.Client {
 // `go build` takes it) into a temp dir and returns the binary's path.
 func Build(t testing.TB, pkg string, extraArgs ...string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	name := filepath.Base(pkg)
+	if abs, err := filepath.Abs(pkg); err == nil && (name == "." || name == "..") {
+		name = filepath.Base(abs) // Build(t, ".") from the plugin's own folder
+	}
+	out := filepath.Join(t.TempDir(), name)
 	args := append([]string{"build", "-o", out}, extraArgs...)
 	args = append(args, pkg)
 	cmd := exec.Command("go", args...)

@@ -1,7 +1,6 @@
 package toolformat
 
 import (
-	"strings"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
@@ -23,11 +22,11 @@ const callsBudget = sdk.MaxMessageBytes / 2
 // reply several times): at most MaxUnparsedSent unparsed entries, each cut
 // to about 1 KiB, and calls up to callsBudget; the rest are counted.
 func boundedResponse(p Parsed) *pb.ParseResponse {
-	valid := func(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
-	out := &pb.ParseResponse{Content: valid(p.Content)}
+
+	out := &pb.ParseResponse{Content: ValidUTF8(p.Content)}
 	size := 0
 	for i, c := range p.Calls {
-		call := &pb.Call{Name: valid(c.Name), Arguments: c.Arguments}
+		call := &pb.Call{Name: ValidUTF8(c.Name), Arguments: c.Arguments}
 		if size += proto.Size(call) + 8; size > callsBudget {
 			out.CallsOmitted = uint32(len(p.Calls) - i)
 			break
@@ -40,7 +39,7 @@ func boundedResponse(p Parsed) *pb.ParseResponse {
 			break
 		}
 		out.Unparsed = append(out.Unparsed, &pb.Unparsed{
-			Text: cut(valid(u.Text), unparsedFieldBytes), Reason: cut(valid(u.Reason), unparsedFieldBytes)})
+			Text: cut(ValidUTF8(u.Text), unparsedFieldBytes), Reason: cut(ValidUTF8(u.Reason), unparsedFieldBytes)})
 	}
 	return out
 }

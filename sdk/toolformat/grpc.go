@@ -3,7 +3,6 @@ package toolformat
 import (
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -67,7 +66,7 @@ var (
 func (c *Client) Parse(ctx context.Context, text string, tools []Tool) (Parsed, error) {
 	// Protobuf strings must be UTF-8; a reply with invalid bytes (a model
 	// cut mid-character) is read with those bytes as U+FFFD.
-	req := &pb.ParseRequest{Text: strings.ToValidUTF8(text, "\uFFFD"), Tools: make([]*pb.Tool, len(tools))}
+	req := &pb.ParseRequest{Text: ValidUTF8(text), Tools: make([]*pb.Tool, len(tools))}
 	for i, t := range tools {
 		req.Tools[i] = &pb.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
 	}

@@ -59,10 +59,7 @@ type Reply struct {
 // Qwen3-Coder) and what a thinking model writes with enable_thinking off,
 // where vLLM also reads it all as content.
 func SplitReply(text string) Reply {
-	if !utf8.ValidString(text) {
-		text = strings.ToValidUTF8(text, invalidRune)
-	}
-	text = trimEndTokens(text)
+	text = trimEndTokens(ValidUTF8(text))
 	var r Reply
 	before, after, opened := strings.Cut(text, thinkOpen)
 	if opened {
@@ -104,4 +101,15 @@ func trimEndTokens(text string) string {
 		}
 	}
 	return text
+}
+
+// ValidUTF8 returns s with each invalid byte sequence as U+FFFD (vLLM
+// decodes tokens the same way), and s itself when it is valid: the one
+// repair every reply and parser answer goes through (protobuf strings must
+// be UTF-8), so a reply repaired once is only scanned after.
+func ValidUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, invalidRune)
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/agentenv/agentenv/core/bundle"
 	"github.com/agentenv/agentenv/core/server"
+	"github.com/agentenv/agentenv/core/tokenizer"
+	"github.com/agentenv/agentenv/core/tokenizer/tokenizertest"
 )
 
 // gridsimCatalog serves examples/gridsim's catalogue from memory, its
@@ -67,6 +69,12 @@ func BenchmarkGridSimRows(b *testing.B) {
 	}
 	cat := gridsimCatalog{c: server.NewBundleCatalog(bd), tools: tools}
 	tmpl := qwen3Template(b)
+	// Qwen3's real tokenizer (core/tokenizer over the npm oracle's
+	// tokenizer.json), as `agentenv skyrl rows --tokenizer` loads it.
+	tok, err := tokenizer.Load(tokenizertest.Qwen3Dir(b))
+	if err != nil {
+		b.Fatal(err)
+	}
 	ctx := context.Background()
 	o := testOptions("http://127.0.0.1:8200")
 	o.MaxPromptLength = 100_000
@@ -76,7 +84,7 @@ func BenchmarkGridSimRows(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		res, err := Write(ctx, cat, tmpl, wordCounter{}, dir, o)
+		res, err := Write(ctx, cat, tmpl, tok, dir, o)
 		write += time.Since(start)
 		if err != nil {
 			b.Fatal(err)

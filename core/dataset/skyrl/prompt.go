@@ -28,6 +28,25 @@ type Prompt struct {
 	Text, FilterText string
 }
 
+// TaskPrompt is task id's opening prompt (of toolset) with its tools in
+// the system message: what `agentenv skyrl rows` writes as the row's
+// prompt and what `agentenv eval` sends the model. Errors name the task.
+func (t *ChatTemplate) TaskPrompt(id, toolset string, prompt []Message, tools Tools, kwargs Kwargs) (Prompt, error) {
+	if len(prompt) == 0 {
+		return Prompt{}, fmt.Errorf("task %s has no prompt", id)
+	}
+	for _, m := range prompt {
+		if strings.Contains(m.Content, holeStart) || strings.Contains(m.Role, holeStart) {
+			return Prompt{}, fmt.Errorf("task %s: its prompt holds U+E000, which the writer uses as a marker", id)
+		}
+	}
+	p, err := t.WithTools(prompt, tools, kwargs)
+	if err != nil {
+		return Prompt{}, fmt.Errorf("task %s (toolset %s): %w", id, toolset, err)
+	}
+	return p, nil
+}
+
 // WithTools moves tools into the system message of messages: its text
 // becomes the system text the template renders for tools= (the template
 // may add a default system line when there is no system message). The

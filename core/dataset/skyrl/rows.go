@@ -45,15 +45,18 @@ type Server struct {
 	ToolFormat   string  `parquet:"tool_format"`
 }
 
+// rowsKind tags SkyRL's dataset files (agentenv.rows in the metadata).
+const rowsKind = "skyrl/1"
+
 // rowGroupRows bounds a row group, so readers (and this writer) hold
 // at most this many rows of a column in memory.
 const rowGroupRows = 1024
 
-// writeParquet writes rows to path through a temp file in the same
-// folder, renamed into place only once complete. It returns the temp
-// file's path for the caller to rename (so several files land together),
-// or removes it on error.
-func writeParquet(dir, name string, rows []Row) (tmp string, err error) {
+// writeParquet writes rows to a temp file in dir, for name, tagged
+// agentenv.rows=kind in the file's metadata. It returns the temp file's
+// path for the caller to rename (so several files land together), or
+// removes it on error.
+func writeParquet[T any](dir, name string, rows []T, kind string) (tmp string, err error) {
 	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
 	if err != nil {
 		return "", fmt.Errorf("write %s: %w", name, err)
@@ -64,12 +67,12 @@ func writeParquet(dir, name string, rows []Row) (tmp string, err error) {
 			os.Remove(f.Name())
 		}
 	}()
-	w := parquet.NewGenericWriter[Row](f,
+	w := parquet.NewGenericWriter[T](f,
 		parquet.Compression(&zstd.Codec{}),
 		// Version 1 data pages: every reader reads them.
 		parquet.DataPageVersion(1),
 		parquet.MaxRowsPerRowGroup(rowGroupRows),
-		parquet.KeyValueMetadata("agentenv.rows", "skyrl/1"),
+		parquet.KeyValueMetadata("agentenv.rows", kind),
 	)
 	for start := 0; start < len(rows); start += rowGroupRows {
 		if _, err := w.Write(rows[start:min(len(rows), start+rowGroupRows)]); err != nil {
@@ -90,6 +93,22 @@ func writeParquet(dir, name string, rows []Row) (tmp string, err error) {
 		return "", fmt.Errorf("write %s: %w", name, err)
 	}
 	return f.Name(), nil
+}
+
+// WriteParquet writes rows (structs with parquet tags) to path as the
+// rows are written: zstd, version 1 data pages, row groups of at most
+// 1,024 rows, tagged agentenv.rows=kind. The file appears complete or
+// not at all: it is written to a temp file beside path and renamed.
+func WriteParquet[T any](path string, rows []T, kind string) error {
+	tmp, err := writeParquet(filepath.Dir(path), filepath.Base(path), rows, kind)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
 
 // ReadRows reads a split's parquet file back.

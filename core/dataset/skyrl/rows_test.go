@@ -18,7 +18,7 @@ func TestParquetRowGroupsBounded(t *testing.T) {
 		rows[i] = Row{Prompt: []Message{{"user", "task " + strconv.Itoa(i)}}, EnvClass: EnvClass,
 			Episode: Episode{Split: "train", Index: int64(i), TaskID: "t/" + strconv.Itoa(i), Tools: []string{}}, DataSource: "x"}
 	}
-	tmp, err := writeParquet(dir, "train.parquet", rows)
+	tmp, err := writeParquet(dir, "train.parquet", rows, rowsKind)
 	if err != nil {
 		t.Fatal(err)
 	}

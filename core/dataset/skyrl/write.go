@@ -143,7 +143,7 @@ func Write(ctx context.Context, cat Catalog, tmpl *ChatTemplate, counter Counter
 	toolsetTasks := map[string][]string{}
 	var toolsets []string
 	for _, s := range splits {
-		list, err := listSplit(ctx, cat, s)
+		list, err := ListSplit(ctx, cat, s)
 		if err != nil {
 			return nil, err
 		}
@@ -223,7 +223,7 @@ func Write(ctx context.Context, cat Catalog, tmpl *ChatTemplate, counter Counter
 				rows[i].Episode.Tools = []string{}
 			}
 		}
-		tmp, err := writeParquet(outDir, s.Name+".parquet", rows)
+		tmp, err := writeParquet(outDir, s.Name+".parquet", rows, rowsKind)
 		if err != nil {
 			return nil, err
 		}
@@ -279,8 +279,9 @@ func pickSplits(ctx context.Context, cat Catalog, want []string) ([]Split, error
 	return out, nil
 }
 
-// listSplit reads a split's tasks a page at a time.
-func listSplit(ctx context.Context, cat Catalog, s Split) ([]TaskEntry, error) {
+// ListSplit reads a split's tasks a page at a time, checking each
+// task's index.
+func ListSplit(ctx context.Context, cat Catalog, s Split) ([]TaskEntry, error) {
 	const page = 1000
 	out := make([]TaskEntry, 0, s.Size)
 	for start := 0; start < s.Size; start += page {
@@ -331,16 +332,8 @@ func renderTasks(ctx context.Context, cat Catalog, tmpl *ChatTemplate, counter C
 			if err != nil {
 				return fmt.Errorf("read task %s: %w", t.id, err)
 			}
-			if len(info.Prompt) == 0 {
-				return fmt.Errorf("task %s has no prompt", t.id)
-			}
-			for _, m := range info.Prompt {
-				if strings.Contains(m.Content, holeStart) || strings.Contains(m.Role, holeStart) {
-					return fmt.Errorf("task %s: its prompt holds U+E000, which the writer uses as a marker", t.id)
-				}
-			}
-			if t.prompt, err = tmpl.WithTools(info.Prompt, tools[t.toolset], o.Kwargs); err != nil {
-				return fmt.Errorf("task %s (toolset %s): %w", t.id, t.toolset, err)
+			if t.prompt, err = tmpl.TaskPrompt(t.id, t.toolset, info.Prompt, tools[t.toolset], o.Kwargs); err != nil {
+				return err
 			}
 			t.length = PromptLength{TaskID: t.id, Tokens: counter.Count(t.prompt.Text), FilterTokens: counter.Count(t.prompt.FilterText)}
 			t.prompt.Text, t.prompt.FilterText = "", "" // counted; free them

@@ -33,6 +33,23 @@ func Build(dir string) (string, error) {
 	return out, nil
 }
 
+// BuildCommands compiles each main package of cmds (output name → source
+// folder, relative to the caller's package) into dir, for tests that run
+// plugins as real subprocesses. It returns the outputs' paths by name.
+func BuildCommands(dir string, cmds map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(cmds))
+	for name, src := range cmds {
+		bin := filepath.Join(dir, name)
+		cmd := exec.Command("go", "build", "-o", bin, ".")
+		cmd.Dir = src
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("testenvbuild: building %s in %s: %w\n%s", name, src, err, msg)
+		}
+		out[name] = bin
+	}
+	return out, nil
+}
+
 // Procs returns the pids of live (non-zombie) processes whose command line
 // starts with bin, the binary's absolute path.
 func Procs(bin string) []int {

@@ -10,6 +10,7 @@ import (
 	"log"
 	"os"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -153,8 +154,13 @@ func DialOptions() []grpc.DialOption {
 // the host kills it. It does not return.
 func Serve(kind sdk.Kind, impl sdk.Informer, p plugin.Plugin) {
 	// Anything written to stdout before the handshake line breaks it, so
-	// the standard logger must never point there.
-	log.SetOutput(os.Stderr)
+	// the standard logger must never point there: it goes through the
+	// plugin's logger, which the host re-logs at the line's level and
+	// under the plugin's name, with one timestamp (the host's).
+	logger := sdk.Logger()
+	hclog.SetDefault(logger)
+	log.SetFlags(0)
+	log.SetOutput(logger.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}))
 	if info := impl.Info(); info.Kind != kind {
 		fmt.Fprintf(os.Stderr, "agentenv plugin %q: Info().Kind is %q, but it is served as a %s plugin\n", info.Name, info.Kind, kind)
 		os.Exit(1)
@@ -162,6 +168,7 @@ func Serve(kind sdk.Kind, impl sdk.Informer, p plugin.Plugin) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{sdk.ProtocolVersion: {string(kind): p}},
+		Logger:           logger,
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			return grpc.NewServer(append(opts,
 				grpc.MaxRecvMsgSize(sdk.MaxMessageBytes), grpc.MaxSendMsgSize(sdk.MaxMessageBytes))...)

@@ -125,3 +125,21 @@ func PythonJinja2(t testing.TB) string {
 	missing(t, "no python3 with Jinja2: apt-get install python3-jinja2")
 	return ""
 }
+
+// DuckDBScript runs a node script that reads files with DuckDB (it finds
+// @duckdb/node-api under $NODE_MODULES) and returns its stdout; the test
+// fails with the script's stderr when it fails.
+func DuckDBScript(t testing.TB, script string, args ...string) []byte {
+	t.Helper()
+	node := Node(t)
+	modules := NodeModules(t, DuckDB)
+	cmd := exec.Command(node, append([]string{script}, args...)...)
+	cmd.Env = append(os.Environ(), "NODE_MODULES="+modules)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node %s: %v\n%s", filepath.Base(script), err, stderr.String())
+	}
+	return out
+}

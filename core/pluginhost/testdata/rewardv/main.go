@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log"
 	"os"
 	"strconv"
 	"strings"
@@ -24,9 +25,8 @@ import (
 
 var version = "v0"
 
-// logger writes JSON lines to stderr, which the host re-logs under the
-// plugin's name.
-var logger = hclog.New(&hclog.LoggerOptions{JSONFormat: true, Output: os.Stderr, Level: hclog.Trace})
+// logger is the SDK's: the host re-logs its lines under the plugin's name.
+var logger = sdk.Logger()
 
 type plugin struct{ scale float64 }
 
@@ -53,6 +53,12 @@ func (p *plugin) Configure(_ context.Context, config json.RawMessage) error {
 		p.scale = *c.Scale
 	}
 	logger.Info("configured", "scale", p.scale, "version", version)
+	// The other ways a plugin author logs: hclog's default logger, a named
+	// logger, and the standard log package (with and without a level).
+	hclog.L().Debug("configured (debug)", "scale", p.scale)
+	logger.Named("cfg").Warn("scale set", "scale", p.scale)
+	log.Printf("std log: scale %v", p.scale)
+	log.Printf("[ERROR] std log error: scale %v", p.scale)
 	return nil
 }
 

@@ -1,0 +1,404 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentenv/agentenv/sdk/sandbox"
+)
+
+// EnvEnvDir is the variable holding the env's folder in its bundle (the
+// env runs in a work folder of its own).
+const EnvEnvDir = "AGENTENV_ENV_DIR"
+
+// keeper is a sandbox's keeper process, when this plugin process started it.
+type keeper struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed once the keeper has exited and been reaped
+	err  error         // its exit; read after done
+}
+
+func (k *keeper) exited() bool {
+	select {
+	case <-k.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Prepare checks that bwrap works here and runs the env's build command in
+// its folder. The SDK runs it once per env per plugin process, before the
+// env's first Deploy, and agentenv serve asks for it at start, so a machine
+// without bwrap is reported before any episode.
+func (p *plugin) Prepare(ctx context.Context, spec sandbox.Spec) error {
+	if err := runnable(spec); err != nil {
+		return err
+	}
+	if err := p.checkBwrap(); err != nil {
+		return err
+	}
+	if len(spec.Build) == 0 {
+		return nil
+	}
+	// The build runs on the host, as the bundle's author wrote it (it may
+	// need the network and the Go or pip caches); the env it builds is
+	// what runs sandboxed.
+	cfg := p.config()
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(cfg.BuildTimeout))
+	defer cancel()
+	argv := resolve(spec.Dir, spec.Build)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = spec.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	p.log.Info("building env", "env", spec.Env, "command", spec.Build)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if ctx.Err() != nil {
+			// Wrapped so the SDK tells a build cut short by its caller
+			// (tried again) from one that ran out of build_timeout.
+			err = fmt.Errorf("%w (build_timeout %s): %w", err, time.Duration(cfg.BuildTimeout), ctx.Err())
+		}
+		return fmt.Errorf("%s: building env %q (%q in %s): %w%s", pluginID, spec.Env, spec.Build, spec.Dir, err, quoteOutput(string(out)))
+	}
+	return nil
+}
+
+// runnable says why this sandbox cannot run spec's env, if it cannot.
+func runnable(spec sandbox.Spec) error {
+	switch {
+	case len(spec.Command) > 0 && spec.Dir != "" && filepath.IsAbs(spec.Dir):
+		return nil
+	case len(spec.Command) > 0:
+		return fmt.Errorf("%s: env %q: its folder %q is not an absolute path", pluginID, spec.Env, spec.Dir)
+	case spec.Image != "":
+		return fmt.Errorf("%s: env %q has only an image (%s); bwrap runs commands, so give the env a command in env.toml", pluginID, spec.Env, spec.Image)
+	}
+	return fmt.Errorf("%s: env %q has no command to run", pluginID, spec.Env)
+}
+
+// checkBwrap runs a trivial sandbox once per process, so a missing bwrap
+// or a kernel without user namespaces is one clear error.
+func (p *plugin) checkBwrap() error {
+	p.checked.Do(func() {
+		bwrap := p.config().Bwrap
+		path, err := exec.LookPath(bwrap)
+		if err != nil {
+			p.bwrapOK = fmt.Errorf("%s: %w; install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap) or set \"bwrap\" in the plugin's config", pluginID, err)
+			return
+		}
+		out, err := exec.Command(path, "--ro-bind", "/", "/", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--cap-drop", "ALL", "--", "true").CombinedOutput()
+		if err != nil {
+			p.bwrapOK = fmt.Errorf("%s: %s cannot make a sandbox here: %w%s (unprivileged users need user namespaces: sysctl kernel.unprivileged_userns_clone=1, or an AppArmor profile allowing bwrap)", pluginID, path, err, quoteOutput(string(out)))
+		}
+	})
+	return p.bwrapOK
+}
+
+// portTries bounds how often Deploy starts an env again on another port
+// after something else took its port before it could bind it.
+const portTries = 3
+
+// Deploy starts spec's env in a new sandbox and returns once the env
+// listens on its port.
+func (p *plugin) Deploy(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	if err := runnable(spec); err != nil {
+		return sandbox.Sandbox{}, err
+	}
+	if err := p.checkBwrap(); err != nil {
+		return sandbox.Sandbox{}, err
+	}
+	cfg := p.config()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(cfg.ReadyTimeout))
+		defer cancel()
+	}
+	for try := 1; ; try++ {
+		sb, portLost, err := p.start(ctx, spec, cfg)
+		if !portLost || try == portTries || ctx.Err() != nil {
+			return sb, err
+		}
+		p.log.Warn("the env's port was taken before it bound it; starting it again on another", "env", spec.Env, "try", try, "error", err)
+	}
+}
+
+// start starts spec's env once. portLost reports an env that failed
+// because its host port was taken.
+func (p *plugin) start(ctx context.Context, spec sandbox.Spec, cfg Config) (_ sandbox.Sandbox, portLost bool, _ error) {
+	id := newID()
+	fail := func(err error) (sandbox.Sandbox, bool, error) {
+		return sandbox.Sandbox{}, false, fmt.Errorf("%s: env %q: %w", pluginID, spec.Env, err)
+	}
+	port, err := allocPort(cfg.StateDir, id)
+	if err != nil {
+		return fail(err)
+	}
+	binds := make([]bind, 0, len(cfg.Binds))
+	for _, b := range cfg.Binds {
+		bd, _ := parseBind(b) // checked by Configure
+		binds = append(binds, bd)
+	}
+	root := sandboxRoot(cfg.StateDir, id)
+	lay := layout{ID: id, Root: root, EnvDir: spec.Dir, Network: cfg.Network, Binds: binds,
+		Hide: cfg.Hide, StateDir: cfg.StateDir, Limits: cfg.Limits}
+	envPort := port
+	if !cfg.Network {
+		// The env has a network of its own: it listens on its declared
+		// port there, and the keeper publishes it on the host's.
+		envPort = spec.Port
+		if envPort <= 0 {
+			envPort = port
+		}
+	}
+	st := &state{
+		handle: handle{Port: port, Root: root},
+		ID:     id, Env: spec.Env,
+		Endpoint: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		Labels:   spec.Labels, Started: time.Now().UTC(), Layout: lay,
+		Command: spec.Command,
+		Environ: environ(cfg.PassEnv, spec, envPort, id),
+	}
+	// The state file comes first: a plugin killed from here on leaves a
+	// record by which the next one finds the folder and the keeper.
+	k := &keeper{done: make(chan struct{})}
+	p.mu.Lock()
+	p.mine[id] = k
+	p.mu.Unlock()
+	abandon := func(err error) (sandbox.Sandbox, bool, error) {
+		close(k.done)
+		p.forget(st)
+		return fail(err)
+	}
+	if err := writeState(cfg.StateDir, st); err != nil {
+		return abandon(err)
+	}
+	err = os.Mkdir(root, 0o700)
+	for _, sub := range []string{"work", "tmp", "run"} {
+		err = errors.Join(err, os.Mkdir(filepath.Join(root, sub), 0o700))
+	}
+	logFile, err2 := os.Create(filepath.Join(root, "env.log"))
+	if err = errors.Join(err, err2); err != nil {
+		return abandon(fmt.Errorf("making its folder: %w", err))
+	}
+	defer logFile.Close() // the keeper has its own descriptor
+	argv, err := p.keeperArgs(st, cfg, envPort)
+	if err != nil {
+		return abandon(err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = st.Environ
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// A session of its own: the keeper and its sandbox stay when the host
+	// stops this plugin process (and its process group) for a hot swap.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return abandon(fmt.Errorf("starting its keeper: %w", err))
+	}
+	k.cmd = cmd
+	go func() {
+		k.err = cmd.Wait()
+		close(k.done)
+	}()
+	st.Keeper = cmd.Process.Pid
+	st.KeeperStart, _ = procStart(st.Keeper)
+	failStarted := func(why error) (sandbox.Sandbox, bool, error) {
+		if err := p.stop(context.Background(), st, time.Duration(cfg.Grace)); err != nil {
+			p.log.Error("stopping an env that failed to start", "id", id, "error", err)
+		}
+		<-k.done
+		out := tail(filepath.Join(root, "env.log"), 2048)
+		p.forget(st)
+		lost := strings.Contains(out, "address already in use")
+		return sandbox.Sandbox{}, lost, fmt.Errorf("%s: env %q (%q): %w%s", pluginID, spec.Env, spec.Command, why, quoteOutput(out))
+	}
+	if err := writeState(cfg.StateDir, st); err != nil {
+		return failStarted(err)
+	}
+	began := time.Now()
+	if err := p.waitReady(ctx, st, k); err != nil {
+		return failStarted(err)
+	}
+	if !st.learnInit() {
+		return failStarted(errors.New("bwrap wrote no info about its sandbox"))
+	}
+	if err := writeState(cfg.StateDir, st); err != nil {
+		return failStarted(err)
+	}
+	p.log.Info("deployed", "id", id, "env", spec.Env, "endpoint", st.Endpoint, "network", cfg.Network,
+		"keeper", st.Keeper, "listening_after", time.Since(began).Round(time.Microsecond).String())
+	return st.sandbox(), false, nil
+}
+
+// keeperArgs is the keeper's command line: keep, then (through limit,
+// when there are limits) bwrap, then the env's command (through the relay,
+// when the network is off).
+func (p *plugin) keeperArgs(st *state, cfg Config, envPort int) ([]string, error) {
+	bwrap, err := exec.LookPath(cfg.Bwrap)
+	if err != nil {
+		return nil, err
+	}
+	box, err := st.Layout.bwrapArgs(true, p.exe)
+	if err != nil {
+		return nil, err
+	}
+	argv := []string{p.exe, "keep", "--info", infoPath(st.Root)}
+	if !cfg.Network {
+		argv = append(argv, "--listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(st.Port)), "--relay", relaySocket(st.Root))
+	}
+	argv = append(argv, "--")
+	if lim := cfg.Limits.limitArgs(); len(lim) > 0 {
+		argv = append(append(append(argv, p.exe, "limit"), lim...), "--")
+	}
+	argv = append(append(argv, bwrap, "--info-fd", "3"), box...)
+	if !cfg.Network {
+		argv = append(argv, sbRelay, "relay", "--sock", filepath.Join(sbRun, "relay.sock"), "--port", strconv.Itoa(envPort), "--")
+	}
+	return append(argv, resolve(st.Layout.EnvDir, st.Command)...), nil
+}
+
+// waitReady returns once the env accepts connections (through the relay,
+// when the network is off), fails as soon as the keeper exits, or when ctx
+// ends. A closed loopback port refuses in microseconds, so it polls
+// tightly at first.
+func (p *plugin) waitReady(ctx context.Context, st *state, k *keeper) error {
+	probe := func() error {
+		if !st.Layout.Network {
+			c, err := dialRelay(relaySocket(st.Root), time.Second)
+			if err == nil {
+				c.Close()
+			}
+			return err
+		}
+		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(st.Port)), time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	wait := 200 * time.Microsecond
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for {
+		if k.exited() {
+			return fmt.Errorf("exited before listening on port %d: %v", st.Port, exitText(k.err))
+		}
+		err := probe()
+		if err == nil {
+			return nil
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not listening on port %d: %w (last error: %v)", st.Port, ctx.Err(), err)
+		case <-k.done:
+		case <-timer.C:
+		}
+		wait = min(wait*2, 5*time.Millisecond)
+	}
+}
+
+func exitText(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+// environ is the env's environment: PATH, the variables pass_env names,
+// the env's own, then agentenv's, which win.
+func environ(pass []string, spec sandbox.Spec, port int, id string) []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	env := []string{"PATH=" + path}
+	for _, name := range pass {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	keys := make([]string, 0, len(spec.EnvVars))
+	for k := range spec.EnvVars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+spec.EnvVars[k])
+	}
+	return append(env,
+		sandbox.EnvPort+"="+strconv.Itoa(port),
+		sandbox.EnvSandboxID+"="+id,
+		EnvEnvDir+"="+spec.Dir,
+		"HOME="+sbWork,
+		"TMPDIR="+sbTmp,
+	)
+}
+
+// resolve makes a relative program path (one with a slash) relative to
+// the env's folder; a bare name is looked up on PATH.
+func resolve(dir string, argv []string) []string {
+	out := append([]string(nil), argv...)
+	if strings.Contains(out[0], "/") && !filepath.IsAbs(out[0]) {
+		out[0] = filepath.Join(dir, out[0])
+	}
+	return out
+}
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "bwrap-" + hex.EncodeToString(b[:])
+}
+
+// quoteOutput is a command's output for an error message, or nothing.
+func quoteOutput(out string) string {
+	out = strings.TrimSpace(out)
+	if out == "" {
+		return ""
+	}
+	if len(out) > 2000 {
+		out = "..." + out[len(out)-2000:]
+	}
+	return "; its output ends:\n" + out
+}
+
+// tail is the end of a file, from a line start.
+func tail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max(info.Size()-n, 0)
+	buf := make([]byte, info.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil {
+		return ""
+	}
+	s := string(buf)
+	if off > 0 {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:]
+		}
+	}
+	return s
+}

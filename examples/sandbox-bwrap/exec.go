@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"runtime"
+	"time"
+
+	"github.com/agentenv/agentenv/sdk/sandbox"
+)
+
+// execOutputMax bounds each of a command's stdout and stderr.
+const execOutputMax = 1 << 20
+
+// Exec runs cmd in a sandbox of its own laid out as the env's: the same
+// work folder and /tmp, the env's environment and network setting, but its
+// own PID namespace, so whatever the command leaves running dies with it.
+// Its bwrap dies with this plugin process (--die-with-parent).
+func (p *plugin) Exec(ctx context.Context, sb sandbox.Sandbox, cmd []string) (sandbox.ExecResult, error) {
+	cfg := p.config()
+	st, err := readState(cfg.StateDir, sb.ID)
+	if err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	fail := func(err error) (sandbox.ExecResult, error) {
+		return sandbox.ExecResult{}, fmt.Errorf("%s: exec %q in %s: %w", pluginID, cmd, sb.ID, err)
+	}
+	if len(cmd) == 0 || cmd[0] == "" {
+		return fail(errors.New("empty command"))
+	}
+	if !st.alive() {
+		return fail(fmt.Errorf("the sandbox has stopped: %w", sandbox.ErrNotFound))
+	}
+	bwrap, err := exec.LookPath(cfg.Bwrap)
+	if err != nil {
+		return fail(err)
+	}
+	box, err := st.Layout.bwrapArgs(false, p.exe)
+	if err != nil {
+		return fail(err)
+	}
+	argv := []string{bwrap}
+	if lim := st.Layout.Limits.limitArgs(); len(lim) > 0 {
+		argv = append(append(append([]string{p.exe, "limit"}, lim...), "--"), bwrap)
+	}
+	argv = append(append(argv, box...), resolve(st.Layout.EnvDir, cmd)...)
+
+	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	c.Env = st.Environ
+	var stdout, stderr capped
+	stdout.max, stderr.max = execOutputMax, execOutputMax
+	c.Stdout, c.Stderr = &stdout, &stderr
+	// Killing bwrap kills its sandbox (--die-with-parent inside it); the
+	// output pipes then close, since nothing in the sandbox is left.
+	c.WaitDelay = time.Second
+	err = runLocked(c)
+	res := sandbox.ExecResult{Stdout: stdout.String(), Stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		return res, fmt.Errorf("%s: exec %q in %s: %w", pluginID, cmd, sb.ID, ctx.Err())
+	case err != nil && !errors.As(err, &exit):
+		return res, fmt.Errorf("%s: exec %q in %s: %w", pluginID, cmd, sb.ID, err)
+	}
+	res.ExitCode = exitStatus(err)
+	return res, nil
+}
+
+// runLocked runs c from a thread that lives until c has exited: bwrap's
+// --die-with-parent fires when the thread that started it ends.
+func runLocked(c *exec.Cmd) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		done <- c.Run()
+	}()
+	return <-done
+}
+
+// capped keeps the first max bytes written and drops the rest.
+type capped struct {
+	bytes.Buffer
+	max       int
+	truncated bool
+}
+
+func (b *capped) Write(p []byte) (int, error) {
+	if room := b.max - b.Len(); room < len(p) {
+		b.truncated = true
+		if room > 0 {
+			b.Buffer.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return b.Buffer.Write(p)
+}
+
+func (b *capped) String() string {
+	if b.truncated {
+		return b.Buffer.String() + "\n[output truncated]"
+	}
+	return b.Buffer.String()
+}

@@ -1,0 +1,151 @@
+"""AgentEnvGenerator: SkyRL's generator, with the env's failed rollouts
+played again and, when every attempt failed, their groups left out.
+
+SkyRL cannot leave one rollout out of a step and stops the step on an env's
+error, so a rollout the env failed (it reports `failed`) is played again from
+the start on a new episode, up to the row's `attempts`, none starting once the
+row's `reset_timeout` has passed since the rollout began. One that failed
+every attempt leaves its whole group out of training, as SkyRL's Harbor
+integration does with a failed trial: the group's loss masks and rewards are
+zeroed, so it is out of the gradient and of its baseline. In an eval the
+failed rollout scores 0.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from typing import Any, Dict, List, Optional
+
+from skyrl.train.generators.skyrl_gym_generator import SkyRLGymGenerator
+
+from .rows import ENV_ID, ROLLOUT_KEY, Row
+
+log = logging.getLogger("agentenv_skyrl")
+
+BATCHED_REFUSAL = (
+    "generator.batched=true: SkyRL's batched generation plays one turn without the env's steps, "
+    "so the agentenv env would never run a tool call; set generator.batched=false"
+)
+
+
+class AgentEnvGeneration:
+    """The replay and masking, mixed into a SkyRL generator class."""
+
+    def __init__(self, *args, **kwargs):
+        cfg = kwargs.get("generator_cfg", args[0] if args else None)
+        if getattr(cfg, "batched", False):
+            raise ValueError(BATCHED_REFUSAL)
+        super().__init__(*args, **kwargs)
+
+    async def agent_loop(self, prompt, env_class, env_extras, *args, **kwargs):
+        if env_class != ENV_ID:
+            return await super().agent_loop(prompt, env_class, env_extras, *args, **kwargs)
+        row = Row.from_extras(env_extras)
+        trajectory_id = kwargs.get("trajectory_id")
+        label = trajectory_id.to_string() if trajectory_id is not None else ""
+        began = time.monotonic()
+        deadline = began + row.reset_timeout
+        splits: Optional[Dict[str, float]] = {}
+        attempt = 0
+        while True:
+            attempt += 1
+            extras = copy.deepcopy(env_extras)
+            extras[ROLLOUT_KEY] = {"deadline": deadline, "attempt": attempt, "trajectory": label}
+            output = await super().agent_loop(copy.deepcopy(prompt), env_class, extras, *args, **kwargs)
+            splits = _add_splits(splits, getattr(output, "time_splits", None))
+            failed = bool(_final_metrics(output).get("failed"))
+            if not failed or attempt >= row.attempts or time.monotonic() >= deadline:
+                break
+            log.info("agentenv: playing %s again (attempt %d of %d)", row.where(), attempt + 1, row.attempts)
+        metrics = _final_metrics(output)
+        metrics["attempts"] = attempt
+        metrics["failed"] = 1 if failed else 0
+        if failed:
+            log.warning("agentenv: %s failed on all %d attempts; its group is left out of training", row.where(), attempt)
+        # The whole rollout's time, every attempt's included.
+        output.e2e_time = time.monotonic() - began
+        if splits is not None and getattr(output, "time_splits", None) is not None:
+            output.time_splits = splits
+        return output
+
+    async def generate(self, input_batch, disable_tqdm: bool = False):
+        output = await super().generate(input_batch, disable_tqdm=disable_tqdm)
+        mask_failed(output, input_batch)
+        return output
+
+
+def mask_failed(output: Dict[str, Any], input_batch: Dict[str, Any]) -> int:
+    """Leaves out of training every group holding a rollout that failed every
+    attempt (loss masks and rewards zeroed); in an eval, scores such a
+    rollout 0. Returns the number of groups left out."""
+    env_metrics = output.get("env_metrics")
+    if not env_metrics:
+        return 0
+    classes = input_batch.get("env_classes") or []
+    ours = (lambda i: classes[i] == ENV_ID) if len(classes) == len(env_metrics) else (lambda i: True)
+    failed = [i for i, m in enumerate(env_metrics) if m and m.get("failed") and ours(i)]
+    if not failed:
+        return 0
+    metadata = input_batch.get("batch_metadata")
+    if getattr(metadata, "training_phase", "train") == "eval":
+        for i in failed:
+            output["rewards"][i] = _zeros(output["rewards"][i])
+        return 0
+    groups = _groups(output, input_batch)
+    left_out = {groups[i] for i in failed}
+    for i, group in enumerate(groups):
+        if group in left_out:
+            output["loss_masks"][i] = [0] * len(output["loss_masks"][i])
+            output["rewards"][i] = _zeros(output["rewards"][i])
+    metrics = output.get("rollout_metrics")
+    if metrics is not None:
+        # Named as Harbor names it; summed where SkyRL joins groups' metrics.
+        metrics["generate/num_masked_instances"] = len(left_out)
+    return len(left_out)
+
+
+def _groups(output: Dict[str, Any], input_batch: Dict[str, Any]) -> List[Any]:
+    """The group (prompt instance) of each output row: step-wise outputs name
+    their rows' trajectories, others keep the input's order."""
+    ids = output.get("trajectory_ids") or input_batch.get("trajectory_ids")
+    rows = len(output["loss_masks"])
+    if not ids or len(ids) != rows:
+        return list(range(rows))  # no ids: each rollout is its own group
+    return [t.instance_id for t in ids]
+
+
+def _zeros(reward):
+    return [0.0] * len(reward) if isinstance(reward, list) else 0.0
+
+
+def _final_metrics(output) -> Dict[str, Any]:
+    """The env metrics of a rollout's output (its last step's when step-wise)."""
+    steps = getattr(output, "step_outputs", None)
+    target = steps[-1] if steps else output
+    if getattr(target, "env_metrics", None) is None:
+        target.env_metrics = {}
+    return target.env_metrics
+
+
+def _add_splits(total: Optional[Dict[str, float]], split: Optional[Dict[str, float]]) -> Optional[Dict[str, float]]:
+    if total is None or split is None:
+        return None
+    for name, seconds in split.items():
+        total[name] = total.get(name, 0.0) + seconds
+    return total
+
+
+class AgentEnvGenerator(AgentEnvGeneration, SkyRLGymGenerator):
+    """SkyRLGymGenerator with the env's failed rollouts replayed or left out."""
+
+
+def generator_class(vision_language: bool = False) -> type:
+    """AgentEnvGenerator, or its vision-language twin for
+    generator.vision_language_generator=true."""
+    if not vision_language:
+        return AgentEnvGenerator
+    from skyrl.train.generators.skyrl_vlm_generator import SkyRLVLMGymGenerator
+
+    return type("AgentEnvVLMGenerator", (AgentEnvGeneration, SkyRLVLMGymGenerator), {"__doc__": AgentEnvGenerator.__doc__})

@@ -1,0 +1,139 @@
+"""`python -m agentenv_skyrl.train [SkyRL overrides...]`: SkyRL's trainer with
+the `agentenv` env registered and AgentEnvGenerator generating.
+
+SkyRL's generator runs in a Ray task, on any node of the cluster. skyrl-gym's
+registry is per process, so the env is registered inside that task; the
+rows' token variables are read here, where training starts, and handed to the
+task as arguments (Ray forwards no environment variable by itself, and a
+runtime_env would show the token on Ray's dashboard). With
+trainer.fully_async.enabled=true the task runs SkyRL's fully async trainer.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence
+
+from .rows import ENV_ID
+
+ENTRY_POINT = "agentenv_skyrl.env:AgentEnvTextEnv"
+
+
+def register_env() -> None:
+    """Registers `agentenv` in this process's skyrl-gym registry (once)."""
+    import skyrl_gym
+
+    spec = skyrl_gym.registry.get(ENV_ID)
+    if spec is None:
+        skyrl_gym.register(id=ENV_ID, entry_point=ENTRY_POINT)
+    elif spec.entry_point != ENTRY_POINT:
+        raise RuntimeError(f"skyrl-gym already has an env {ENV_ID!r} ({spec.entry_point}), not agentenv's {ENTRY_POINT}")
+
+
+def row_files(cfg) -> List[str]:
+    """The local parquet files of data.train_data and data.val_data."""
+    paths: List[str] = []
+    for name in ("train_data", "val_data"):
+        for path in getattr(cfg.data, name, None) or []:
+            if str(path).endswith(".parquet") and os.path.exists(path):
+                paths.append(str(path))
+    return paths
+
+
+def read_servers(path: str) -> List[Mapping]:
+    """The `server` column of a rows file (pyarrow is in SkyRL's environment)."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path, columns=["server"])
+    return table.column("server").to_pylist()
+
+
+def token_secrets(paths: Iterable[str], environ: Mapping[str, str] = os.environ,
+                  read: Optional[Callable[[str], List[Mapping]]] = None) -> Dict[str, str]:
+    """The token of every variable the rows name, from `environ`. A variable
+    named but unset stops training before it starts."""
+    read = read or read_servers
+    named: Dict[str, str] = {}
+    for path in paths:
+        for server in read(path):
+            var = (server or {}).get("token_var")
+            if var and var not in named:
+                named[var] = path
+    secrets: Dict[str, str] = {}
+    for var, path in sorted(named.items()):
+        value = environ.get(var, "")
+        if not value:
+            raise SystemExit(
+                f"agentenv_skyrl.train: the rows in {path} name ${var} for their server's token, but it is not set; "
+                f"export it here: it is handed to the Ray task that generates"
+            )
+        secrets[var] = value
+    return secrets
+
+
+def experiment(cfg):
+    """SkyRL's experiment with AgentEnvGenerator, and SkyRL's fully async
+    trainer when trainer.fully_async.enabled=true."""
+    from skyrl.train.entrypoints.main_base import BasePPOExp
+
+    from .generator import generator_class
+
+    class AgentEnvExp(BasePPOExp):
+        def get_generator(self, cfg, tokenizer, inference_engine_client):
+            from skyrl.backends.skyrl_train.inference_servers.utils import resolve_policy_model_name
+
+            cls = generator_class(bool(getattr(cfg.generator, "vision_language_generator", False)))
+            return cls(
+                generator_cfg=cfg.generator,
+                skyrl_gym_cfg=cfg.environment.skyrl_gym,
+                inference_engine_client=inference_engine_client,
+                tokenizer=tokenizer,
+                policy_model_name=resolve_policy_model_name(cfg),
+            )
+
+        # SkyRL passes every argument by name (cfg, tracker, tokenizer, ..., colocate_pg).
+        def get_trainer(self, cfg, **kwargs):
+            if not fully_async(cfg):
+                return super().get_trainer(cfg=cfg, **kwargs)
+            from skyrl.train.fully_async_trainer import FullyAsyncRayPPOTrainer
+
+            return FullyAsyncRayPPOTrainer(cfg=cfg, **kwargs)
+
+    return AgentEnvExp(cfg)
+
+
+def fully_async(cfg) -> bool:
+    return bool(getattr(getattr(cfg.trainer, "fully_async", None), "enabled", False))
+
+
+def entrypoint(cfg, secrets: Dict[str, str]) -> None:
+    """The body of the Ray task: the tokens, the env, then SkyRL's run."""
+    os.environ.update(secrets)
+    register_env()
+    experiment(cfg).run()
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    import ray
+    from skyrl.train.config import SkyRLTrainConfig
+    from skyrl.train.utils import initialize_ray, validate_cfg
+
+    cfg = SkyRLTrainConfig.from_cli_overrides(list(sys.argv[1:] if argv is None else argv))
+    if cfg.generator.batched:
+        from .generator import BATCHED_REFUSAL
+
+        raise SystemExit(f"agentenv_skyrl.train: {BATCHED_REFUSAL}")
+    validate_cfg(cfg)
+    secrets = token_secrets(row_files(cfg))
+    initialize_ray(cfg)
+    # By the module's name, not __main__'s, so Ray ships a reference to it;
+    # num_cpus=1 as SkyRL's own entrypoint task.
+    from agentenv_skyrl.train import entrypoint as body
+
+    task = ray.remote(num_cpus=1)(body)
+    ray.get(task.remote(cfg, secrets))
+
+
+if __name__ == "__main__":
+    main()

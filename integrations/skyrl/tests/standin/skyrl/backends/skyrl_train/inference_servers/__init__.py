@@ -1,0 +1,1 @@
+"""Stand-in (see tests/standin/README.md)."""

@@ -1,0 +1,2 @@
+def resolve_policy_model_name(cfg):
+    return None
