@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -78,17 +77,7 @@ var (
 // New returns the ECS sandbox, unconfigured: Configure must name at least
 // the subnets.
 func New() *Plugin {
-	return &Plugin{log: defaultLogger(), taskDefs: map[string]taskDef{}}
-}
-
-// defaultLogger writes JSON to stderr, which the plugin host reads into its
-// own log; AGENTENV_LOG_LEVEL sets the level (default info).
-func defaultLogger() hclog.Logger {
-	level := hclog.LevelFromString(os.Getenv("AGENTENV_LOG_LEVEL"))
-	if level == hclog.NoLevel {
-		level = hclog.Info
-	}
-	return hclog.New(&hclog.LoggerOptions{Name: "sandbox-ecs", Output: os.Stderr, JSONFormat: true, Level: level})
+	return &Plugin{log: sdk.Logger(), taskDefs: map[string]taskDef{}}
 }
 
 // SetLogger replaces the plugin's logger.
