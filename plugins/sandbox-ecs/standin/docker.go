@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -52,15 +54,27 @@ func NewDocker(ctx context.Context) (*Docker, error) {
 	}
 	d := &Docker{cli: cli, owner: "standin-" + newID()[:12]}
 	d.reapOrphans(ctx)
-	pid := strconv.Itoa(os.Getpid())
-	labels := map[string]string{labelOwner: d.owner, labelPID: pid}
-	net, err := cli.NetworkCreate(ctx, d.owner, client.NetworkCreateOptions{Driver: "bridge", Labels: labels})
-	if err != nil {
+	if d.network, err = d.createNetwork(ctx); err != nil {
 		_ = cli.Close()
 		return nil, fmt.Errorf("docker: creating the stand-in's network: %w", err)
 	}
-	d.network = net.ID
 	return d, nil
+}
+
+// createNetwork creates the stand-in's network from the engine's default
+// address pools, or, when other networks have used those up, from a /24 of
+// Docker's default 172.16.0.0/12 picked at random (a subnet another
+// network holds is refused, and another is tried).
+func (d *Docker) createNetwork(ctx context.Context) (string, error) {
+	opts := client.NetworkCreateOptions{Driver: "bridge",
+		Labels: map[string]string{labelOwner: d.owner, labelPID: strconv.Itoa(os.Getpid())}}
+	created, err := d.cli.NetworkCreate(ctx, d.owner, opts)
+	for try := 0; err != nil && try < 16; try++ {
+		subnet := netip.PrefixFrom(netip.AddrFrom4([4]byte{172, byte(16 + mrand.IntN(16)), byte(mrand.IntN(256)), 0}), 24)
+		opts.IPAM = &network.IPAM{Config: []network.IPAMConfig{{Subnet: subnet}}}
+		created, err = d.cli.NetworkCreate(ctx, d.owner, opts)
+	}
+	return created.ID, err
 }
 
 // reapOrphans removes the containers and networks of stand-ins whose
