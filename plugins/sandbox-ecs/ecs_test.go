@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
 
 	"github.com/agentenv/agentenv/plugins/sandbox-ecs/standin"
 	"github.com/agentenv/agentenv/plugins/sandbox-ecs/standin/standintest"
@@ -388,5 +389,28 @@ func TestCapacityProvidersAndPlatform(t *testing.T) {
 	_, err = bad.Deploy(context.Background(), spec("listener:1", labels("srv", "ep2")))
 	if err == nil || !strings.Contains(err.Error(), "InvalidParameterException") || !strings.Contains(err.Error(), "capacity provider") {
 		t.Fatalf("Deploy with an unknown capacity provider: %v", err)
+	}
+}
+
+// With log_group, registered task definitions log through awslogs with the
+// execution role, and a task that fails says where its output is.
+func TestLogsOfAFailedTask(t *testing.T) {
+	s := standintest.Start(t, nil, standin.Options{})
+	p := newPlugin(t, s.URL, map[string]any{"log_group": "/agentenv/envs",
+		"execution_role_arn": "arn:aws:iam::000000000000:role/agentenv-task-execution"})
+	s.Inject(standin.Faults{StopBeforeRunning: 1})
+	_, err := p.Deploy(context.Background(), spec("listener:1", labels("srv", "ep")))
+	if err == nil || !strings.Contains(err.Error(), "its output is in CloudWatch Logs, group /agentenv/envs, stream agentenv/env/") {
+		t.Fatalf("Deploy = %v, want where the logs are", err)
+	}
+	td := p.taskDefs[prepareKey(spec("listener:1", nil))]
+	out, derr := p.cur.api.DescribeTaskDefinition(context.Background(), &awsecs.DescribeTaskDefinitionInput{TaskDefinition: aws.String(td.arn)})
+	if derr != nil {
+		t.Fatal(derr)
+	}
+	c := out.TaskDefinition.ContainerDefinitions[0]
+	if aws.ToString(out.TaskDefinition.ExecutionRoleArn) == "" || c.LogConfiguration == nil ||
+		c.LogConfiguration.Options["awslogs-group"] != "/agentenv/envs" || c.LogConfiguration.Options["awslogs-region"] != "us-east-1" {
+		t.Errorf("registered task definition: role %q, logs %+v", aws.ToString(out.TaskDefinition.ExecutionRoleArn), c.LogConfiguration)
 	}
 }

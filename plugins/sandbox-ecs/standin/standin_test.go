@@ -57,6 +57,7 @@ func TestErrorsAreECSs(t *testing.T) {
 		{"RunTask", `{"taskDefinition":"web","colour":"blue"}`, 400, "SerializationException", "colour"},
 		{"RegisterTaskDefinition", strings.Replace(fargateDef, `"512"`, `"64"`, 1), 400, "ClientException", "No Fargate configuration exists for given values: 256 CPU, 64 memory"},
 		{"RegisterTaskDefinition", strings.Replace(fargateDef, `"awsvpc"`, `"bridge"`, 1), 400, "ClientException", "Fargate only supports network mode"},
+		{"RegisterTaskDefinition", strings.Replace(fargateDef, `"portMappings"`, `"logConfiguration":{"logDriver":"awslogs"},"portMappings"`, 1), 400, "ClientException", "Fargate requires task definition to have execution role ARN to support log driver awslogs."},
 		{"DescribeTaskDefinition", `{"taskDefinition":"nope"}`, 400, "ClientException", "Unable to describe task definition."},
 		{"StopTask", `{"task":"0123"}`, 400, "InvalidParameterException", "The referenced task was not found."},
 		{"DescribeTasks", `{"tasks":[]}`, 400, "InvalidParameterException", "Tasks cannot be empty"},
