@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"sort"
 	"strconv"
@@ -17,14 +16,6 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
-)
-
-// Polling for RUNNING: the first look soon (the stand-in and warm
-// capacity are quick), then backing off to a look every few seconds, as
-// Fargate takes tens of seconds to start a task.
-const (
-	firstPoll = 250 * time.Millisecond
-	maxPoll   = 5 * time.Second
 )
 
 // stopCleanup bounds the StopTask that undoes a failed Deploy.
@@ -92,7 +83,7 @@ func (p *Plugin) Deploy(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox
 	arn := aws.ToString(task.TaskArn)
 	sb := sandbox.Sandbox{ID: id, Labels: spec.Labels, State: state{Cluster: s.cfg.Cluster, Task: arn}.encode()}
 	p.log.Debug("task started", "env", spec.Env, "sandbox", id, "task", arn)
-	task, err = waitRunning(ctx, s.api, s.cfg.Cluster, task)
+	task, err = waitRunning(ctx, s.poller(s.cfg.Cluster), task)
 	if err == nil {
 		var ip string
 		if ip, err = privateIP(task); err == nil {
@@ -141,11 +132,11 @@ func environment(spec sandbox.Spec, id string) []types.KeyValuePair {
 	return out
 }
 
-// waitRunning polls the task, backing off, until it is RUNNING, stops, or
-// ctx (the deploy deadline) ends.
-func waitRunning(ctx context.Context, api API, cluster string, task types.Task) (types.Task, error) {
-	arn := aws.ToString(task.TaskArn)
-	delay := firstPoll
+// waitRunning follows the task until it is RUNNING, stops, or ctx (the
+// deploy deadline) ends.
+func waitRunning(ctx context.Context, pl *poller, task types.Task) (types.Task, error) {
+	updates, stop := pl.watch(aws.ToString(task.TaskArn))
+	defer stop()
 	for {
 		switch {
 		case aws.ToString(task.LastStatus) == "RUNNING":
@@ -153,25 +144,18 @@ func waitRunning(ctx context.Context, api API, cluster string, task types.Task) 
 		case stopped(task):
 			return task, fmt.Errorf("stopped before RUNNING: %s", stopReason(task))
 		}
-		// Jitter spreads the polls of a step's many deploys.
-		wait := delay/2 + rand.N(delay/2+1)
 		select {
 		case <-ctx.Done():
 			return task, fmt.Errorf("not RUNNING within the deploy deadline (last status %s): %w", aws.ToString(task.LastStatus), ctx.Err())
-		case <-time.After(wait):
-		}
-		delay = min(2*delay, maxPoll)
-		out, err := api.DescribeTasks(ctx, &ecs.DescribeTasksInput{Cluster: aws.String(cluster), Tasks: []string{arn}})
-		if err != nil {
-			if ctx.Err() != nil {
-				return task, fmt.Errorf("not RUNNING within the deploy deadline (last status %s): %w", aws.ToString(task.LastStatus), ctx.Err())
+		case u := <-updates:
+			switch {
+			case u.err != nil:
+				return task, fmt.Errorf("DescribeTasks: %w", u.err)
+			case u.missing != "":
+				return task, fmt.Errorf("ECS no longer knows the task: %s", u.missing)
 			}
-			return task, fmt.Errorf("DescribeTasks: %w", err)
+			task = u.task
 		}
-		if len(out.Tasks) == 0 {
-			return task, fmt.Errorf("ECS no longer knows the task: %s", describeFailures(out.Failures))
-		}
-		task = out.Tasks[0]
 	}
 }
 

@@ -2,7 +2,8 @@
 // ECS task on Fargate (awsvpc networking), so the server stays one small
 // process however many envs run. Deploy is RunTask, idempotent through a
 // client token derived from the deploy's labels, paced by a launch limiter
-// and followed by DescribeTasks until the task is RUNNING; the endpoint is
+// and followed by DescribeTasks until the task is RUNNING (one poller per
+// cluster describes every waiting task, 100 to a call); the endpoint is
 // the task ENI's private IP and the env's port. Terminate is StopTask; List
 // finds tasks by StartedBy (the server) and their tags (the labels). The
 // handle holds the cluster and task ARN only. Credentials come from the AWS
@@ -66,6 +67,22 @@ type setup struct {
 	cfg     Config
 	api     API
 	limiter *rate.Limiter
+
+	mu      sync.Mutex
+	pollers map[string]*poller // by cluster
+}
+
+// poller is the cluster's poller (handles may name another cluster than
+// the configured one: an earlier configuration's).
+func (s *setup) poller(cluster string) *poller {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pl, ok := s.pollers[cluster]
+	if !ok {
+		pl = newPoller(s.api, cluster)
+		s.pollers[cluster] = pl
+	}
+	return pl
 }
 
 var (
@@ -113,7 +130,7 @@ func (p *Plugin) Configure(ctx context.Context, raw json.RawMessage) error {
 func (p *Plugin) Use(cfg Config, api API) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cur = &setup{cfg: cfg, api: api, limiter: rate.NewLimiter(rate.Limit(cfg.LaunchRate), cfg.LaunchBurst)}
+	p.cur = &setup{cfg: cfg, api: api, limiter: rate.NewLimiter(rate.Limit(cfg.LaunchRate), cfg.LaunchBurst), pollers: map[string]*poller{}}
 	p.taskDefs = map[string]taskDef{} // a new cluster or role: prepare again
 }
 

@@ -45,18 +45,17 @@ func (p *Plugin) Terminate(ctx context.Context, sb sandbox.Sandbox) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(s.cfg.StopWait))
 	defer cancel()
-	delay := firstPoll
+	updates, stop := s.poller(st.Cluster).watch(st.Task)
+	defer stop()
 	for {
 		select {
 		case <-wctx.Done():
 			p.log.Debug("stop requested; not STOPPED yet", "sandbox", sb.ID, "task", st.Task)
 			return nil
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, maxPoll)
-		task, err := describeTask(wctx, s.api, st)
-		if errors.Is(err, sandbox.ErrNotFound) || err == nil && aws.ToString(task.LastStatus) == "STOPPED" {
-			return nil
+		case u := <-updates:
+			if u.missing != "" || u.err == nil && aws.ToString(u.task.LastStatus) == "STOPPED" {
+				return nil
+			}
 		}
 	}
 }
