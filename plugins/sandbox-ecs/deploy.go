@@ -40,34 +40,7 @@ func (p *Plugin) Deploy(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox
 	if err != nil {
 		return sandbox.Sandbox{}, fmt.Errorf("sandbox-ecs: env %q: %w", spec.Env, err)
 	}
-	in := &ecs.RunTaskInput{
-		Cluster:        aws.String(s.cfg.Cluster),
-		TaskDefinition: aws.String(td.arn),
-		Count:          aws.Int32(1),
-		ClientToken:    aws.String(token),
-		StartedBy:      aws.String(startedBy(spec.Labels)),
-		Tags:           tags,
-		NetworkConfiguration: &types.NetworkConfiguration{AwsvpcConfiguration: &types.AwsVpcConfiguration{
-			Subnets:        s.cfg.Subnets,
-			SecurityGroups: s.cfg.SecurityGroups,
-			AssignPublicIp: assignPublicIP(s.cfg.AssignPublicIP),
-		}},
-		Overrides: &types.TaskOverride{ContainerOverrides: []types.ContainerOverride{{
-			Name:        aws.String(td.container),
-			Environment: environment(spec, id),
-		}}},
-	}
-	if s.cfg.PlatformVersion != "" {
-		in.PlatformVersion = aws.String(s.cfg.PlatformVersion)
-	}
-	if len(s.cfg.CapacityProviderStrategy) > 0 {
-		for _, cp := range s.cfg.CapacityProviderStrategy {
-			in.CapacityProviderStrategy = append(in.CapacityProviderStrategy, types.CapacityProviderStrategyItem{
-				CapacityProvider: aws.String(cp.CapacityProvider), Weight: cp.Weight, Base: cp.Base})
-		}
-	} else {
-		in.LaunchType = types.LaunchTypeFargate
-	}
+	in := runTaskInput(s.cfg, td, spec, token, tags)
 	if err := s.limiter.Wait(ctx); err != nil {
 		return sandbox.Sandbox{}, fmt.Errorf("sandbox-ecs: env %q: waiting for a launch slot (launch_rate %g/s, launch_burst %d): %w",
 			spec.Env, s.cfg.LaunchRate, s.cfg.LaunchBurst, err)
@@ -101,6 +74,41 @@ func (p *Plugin) Deploy(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox
 		}
 	}
 	return sandbox.Sandbox{}, err
+}
+
+// runTaskInput is the RunTask request of one deploy: one Fargate task of
+// the env's task definition in the configured network, with the env's
+// variables as container overrides.
+func runTaskInput(cfg Config, td taskDef, spec sandbox.Spec, token string, tags []types.Tag) *ecs.RunTaskInput {
+	in := &ecs.RunTaskInput{
+		Cluster:        aws.String(cfg.Cluster),
+		TaskDefinition: aws.String(td.arn),
+		Count:          aws.Int32(1),
+		ClientToken:    aws.String(token),
+		StartedBy:      aws.String(startedBy(spec.Labels)),
+		Tags:           tags,
+		NetworkConfiguration: &types.NetworkConfiguration{AwsvpcConfiguration: &types.AwsVpcConfiguration{
+			Subnets:        cfg.Subnets,
+			SecurityGroups: cfg.SecurityGroups,
+			AssignPublicIp: assignPublicIP(cfg.AssignPublicIP),
+		}},
+		Overrides: &types.TaskOverride{ContainerOverrides: []types.ContainerOverride{{
+			Name:        aws.String(td.container),
+			Environment: environment(spec, sandboxID(token)),
+		}}},
+	}
+	if cfg.PlatformVersion != "" {
+		in.PlatformVersion = aws.String(cfg.PlatformVersion)
+	}
+	if len(cfg.CapacityProviderStrategy) > 0 {
+		for _, cp := range cfg.CapacityProviderStrategy {
+			in.CapacityProviderStrategy = append(in.CapacityProviderStrategy, types.CapacityProviderStrategyItem{
+				CapacityProvider: aws.String(cp.CapacityProvider), Weight: cp.Weight, Base: cp.Base})
+		}
+	} else {
+		in.LaunchType = types.LaunchTypeFargate
+	}
+	return in
 }
 
 func assignPublicIP(on bool) types.AssignPublicIp {
