@@ -5,7 +5,9 @@ go 1.26.0
 require (
 	github.com/agentenv/agentenv/client v0.0.0-00010101000000-000000000000
 	github.com/agentenv/agentenv/core v0.0.0-00010101000000-000000000000
+	github.com/agentenv/agentenv/examples/gridsim v0.0.0-00010101000000-000000000000
 	github.com/agentenv/agentenv/plugins/reward-mean v0.0.0-00010101000000-000000000000
+	github.com/agentenv/agentenv/plugins/sandbox-ecs v0.0.0-00010101000000-000000000000
 	github.com/agentenv/agentenv/plugins/sandbox-local v0.0.0-00010101000000-000000000000
 	github.com/agentenv/agentenv/sdk v0.0.0-00010101000000-000000000000
 	github.com/gorilla/websocket v1.5.3
@@ -51,7 +53,9 @@ require (
 replace (
 	github.com/agentenv/agentenv/client => ../../client
 	github.com/agentenv/agentenv/core => ../../core
+	github.com/agentenv/agentenv/examples/gridsim => ../../examples/gridsim
 	github.com/agentenv/agentenv/plugins/reward-mean => ../../plugins/reward-mean
+	github.com/agentenv/agentenv/plugins/sandbox-ecs => ../../plugins/sandbox-ecs
 	github.com/agentenv/agentenv/plugins/sandbox-local => ../../plugins/sandbox-local
 	github.com/agentenv/agentenv/plugins/toolformat-hermes => ../../plugins/toolformat-hermes
 	github.com/agentenv/agentenv/plugins/toolformat-qwen3coder => ../../plugins/toolformat-qwen3coder

@@ -96,7 +96,11 @@ func startServe(t *testing.T, bundleDir, addr, stateDir string, env []string, ar
 
 func launchServe(t *testing.T, bundleDir, addr, stateDir string, env []string, args ...string) *served {
 	t.Helper()
-	full := append([]string{"serve", bundleDir, "--addr", addr, "--sandbox-config", "state_dir=" + stateDir, "--log-level", "debug"}, args...)
+	full := []string{"serve", bundleDir, "--addr", addr, "--log-level", "debug"}
+	if stateDir != "" { // the local sandbox's; another sandbox takes its own settings in args
+		full = append(full, "--sandbox-config", "state_dir="+stateDir)
+	}
+	full = append(full, args...)
 	cmd := exec.Command(agentenv(t), full...)
 	cmd.Env = append(os.Environ(), env...)
 	s := &served{cmd: cmd, addr: addr, stateDir: stateDir, log: &lockedBuffer{}, exited: make(chan struct{})}
@@ -168,6 +172,9 @@ func alive(pid int) bool {
 }
 
 func killLeftovers(t *testing.T, dir string) {
+	if dir == "" {
+		return
+	}
 	for _, e := range stateFiles(t, dir) {
 		if e.PGID > 0 && alive(e.PID) {
 			t.Errorf("env process %d (sandbox %s) left running; killing it", e.PID, e.ID)

@@ -27,6 +27,12 @@ import (
 // DefaultSandbox is the sandbox plugin used when Options names none.
 const DefaultSandbox = "local"
 
+// PluginEnv names the host environment variables first-party plugins get
+// besides those every plugin gets (pluginhost.Options.PluginEnv adds to
+// it): the ECS sandbox's AWS SDK reads its region, credentials, profile and
+// endpoints from AWS_* variables.
+var PluginEnv = map[string][]string{"sandbox-ecs": {"AWS_*"}}
+
 // startTimeout bounds starting one plugin (and reaping) at Open.
 const startTimeout = 2 * time.Minute
 
@@ -109,6 +115,12 @@ func Open(ctx context.Context, dir string, o Options) (_ *Runtime, err error) {
 	if o.SandboxDriver == nil || o.ToolFormats == nil || rewardPlugin != "" {
 		po := o.Plugins
 		po.Logger = log
+		po.PluginEnv = map[string][]string{}
+		for _, env := range []map[string][]string{PluginEnv, o.Plugins.PluginEnv} {
+			for id, names := range env {
+				po.PluginEnv[id] = append(po.PluginEnv[id], names...)
+			}
+		}
 		if r.Host, err = pluginhost.New(po); err != nil {
 			return nil, err
 		}

@@ -12,6 +12,8 @@ const modulePrefix = "github.com/agentenv/agentenv/"
 var firstParty = []FirstParty{
 	{Kind: sdk.KindReward, Name: "mean", Tag: "no_mean",
 		Package: modulePrefix + "plugins/reward-mean"},
+	{Kind: sdk.KindSandbox, Name: "ecs", Tag: "no_ecs",
+		Package: modulePrefix + "plugins/sandbox-ecs"},
 	{Kind: sdk.KindSandbox, Name: "local", Tag: "no_local",
 		Package: modulePrefix + "plugins/sandbox-local"},
 	{Kind: sdk.KindToolFormat, Name: "hermes", Tag: "no_hermes",
