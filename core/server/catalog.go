@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -72,7 +73,12 @@ func httpStatus(code episode.Code) int {
 
 func writeFailure(w http.ResponseWriter, err error) {
 	code := episode.CodeOf(err)
-	writeHTTPError(w, httpStatus(code), string(code), err.Error())
+	msg := err.Error()
+	var epErr *episode.Error
+	if errors.As(err, &epErr) && epErr.Err != nil {
+		msg = epErr.Err.Error() // the code travels beside the message, as on the socket
+	}
+	writeHTTPError(w, httpStatus(code), string(code), msg)
 }
 
 func (s *Server) handleSplits(w http.ResponseWriter, _ *http.Request) {

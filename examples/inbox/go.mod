@@ -8,6 +8,7 @@ require (
 )
 
 require (
+	github.com/agentenv/agentenv/client v0.0.0-00010101000000-000000000000
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/gorilla/websocket v1.5.3 // indirect
@@ -21,3 +22,5 @@ require (
 	golang.org/x/sys v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 )
+
+replace github.com/agentenv/agentenv/client => ../../client

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/client"
 	"github.com/agentenv/agentenv/examples/inbox/policy"
 	"github.com/agentenv/agentenv/examples/inbox/rollout"
 )
@@ -254,7 +255,7 @@ func TestServeEndToEnd(t *testing.T) {
 		if strings.Join(eval, ",") != "acme-invoice,lisbon-trip,offsite,refund,spam" {
 			t.Fatalf("eval = %v", eval)
 		}
-		if _, err := rollout.Tasks(ctx, s.url, "", "test"); err == nil || !strings.Contains(err.Error(), "HTTP 404") {
+		if _, err := rollout.Tasks(ctx, s.url, "", "test"); !errors.Is(err, client.CodeNotFound) || !strings.Contains(err.Error(), `no split "test"`) {
 			t.Fatalf("an unknown split: %v", err)
 		}
 	})
@@ -382,8 +383,8 @@ func TestServeEndToEnd(t *testing.T) {
 			t.Fatalf("final: done %v, reward %v, messages %v, metrics %v", obs.Done, obs.Reward, obs.Messages, m)
 		}
 		_, err = c.Step(ctx, "1,284.50")
-		var se *rollout.ServerError
-		if !errors.As(err, &se) || se.Code != "NO_EPISODE" || !strings.Contains(se.Message, "the episode is done") {
+		var se *client.Error
+		if !errors.As(err, &se) || se.Code != client.CodeNoEpisode || !strings.Contains(se.Message, "the episode is done") {
 			t.Fatalf("a step after done: %v", err)
 		}
 	})
@@ -397,8 +398,8 @@ func TestServeEndToEnd(t *testing.T) {
 			{rollout.Reset{TaskID: "spam", ToolFormat: "nosuch"}, "VALIDATION_ERROR"},
 		} {
 			_, err := rollout.Play(ctx, s.url, "", c.reset, policy.New(policy.Scripted))
-			var se *rollout.ServerError
-			if !errors.As(err, &se) || se.Code != c.code {
+			var se *client.Error
+			if !errors.As(err, &se) || string(se.Code) != c.code {
 				t.Errorf("reset %+v: %v, want %s", c.reset, err, c.code)
 			}
 		}

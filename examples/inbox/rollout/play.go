@@ -2,13 +2,8 @@ package rollout
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
-	"sort"
 	"strings"
-	"time"
 )
 
 // Policy writes the model's replies for one episode: given the last
@@ -81,46 +76,4 @@ func Render(msgs []Message) string {
 		fmt.Fprintf(&b, "[%s]\n%s\n\n", m.Role, m.Content)
 	}
 	return b.String()
-}
-
-// Tasks lists the task ids of a split from the server's catalogue.
-func Tasks(ctx context.Context, base, token, split string) ([]string, error) {
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("server URL %q: want http://HOST:PORT", base)
-	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/splits/" + url.PathEscape(split) + "/tasks"
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("listing split %s: %w", split, err)
-	}
-	defer resp.Body.Close()
-	var page struct {
-		Tasks []struct {
-			Index  int    `json:"index"`
-			TaskID string `json:"task_id"`
-		} `json:"tasks"`
-		Detail string `json:"detail"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
-		return nil, fmt.Errorf("listing split %s: HTTP %d with a body that does not read: %w", split, resp.StatusCode, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("listing split %s: HTTP %d: %s", split, resp.StatusCode, page.Detail)
-	}
-	sort.Slice(page.Tasks, func(i, j int) bool { return page.Tasks[i].Index < page.Tasks[j].Index })
-	ids := make([]string, len(page.Tasks))
-	for i, t := range page.Tasks {
-		ids[i] = t.TaskID
-	}
-	return ids, nil
 }

@@ -18,8 +18,8 @@ func TestRunRefusals(t *testing.T) {
 		{[]string{"--policy", "scripted,nope"}, `no policy "nope"`},
 		{[]string{"--max-turns", "-1"}, "--max-turns is -1"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
-		{[]string{"--url", "ftp://x", "--split", "eval"}, `server URL "ftp://x": want http://HOST:PORT`},
-		{[]string{"--url", "ftp://x", "--task", "spam"}, `want http(s):// or ws(s)://`},
+		{[]string{"--url", "ftp://x", "--split", "eval"}, `server URL ftp://x: want http://, https://, ws:// or wss://`},
+		{[]string{"--url", "ftp://x", "--task", "spam"}, `server URL ftp://x: want http://, https://, ws:// or wss://`},
 		{[]string{"--nope"}, "flag provided but not defined"},
 	}
 	for _, c := range cases {
