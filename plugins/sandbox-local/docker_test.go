@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,15 +112,23 @@ func dockerSpec(t *testing.T, cli *client.Client, dockerfileExtra string) sandbo
 func newDockerPlugin(t *testing.T, extra map[string]any) *Plugin {
 	t.Helper()
 	p := newPlugin(t, t.TempDir(), mergeMaps(map[string]any{"mode": "docker", "grace": "1s", "docker_host": ""}, extra))
-	p.SetLogger(hclog.New(&hclog.LoggerOptions{Output: testLog{t}, Level: hclog.Warn}))
+	out := &testLog{t: t}
+	t.Cleanup(func() { out.done.Store(true) })
+	p.SetLogger(hclog.New(&hclog.LoggerOptions{Output: out, Level: hclog.Warn}))
 	return p
 }
 
-// testLog writes a plugin's warnings into the test's output.
-type testLog struct{ t *testing.T }
+// testLog writes a plugin's warnings into the test's output while the
+// test runs (a late sweep may log after it ended).
+type testLog struct {
+	t    *testing.T
+	done atomic.Bool
+}
 
-func (l testLog) Write(p []byte) (int, error) {
-	l.t.Log(strings.TrimSpace(string(p)))
+func (l *testLog) Write(p []byte) (int, error) {
+	if !l.done.Load() {
+		l.t.Log(strings.TrimSpace(string(p)))
+	}
 	return len(p), nil
 }
 
