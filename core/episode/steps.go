@@ -18,9 +18,9 @@ import (
 type liveEnv struct {
 	name    string
 	sb      sandbox.Sandbox
-	counted bool // in Engine.sandboxes until torn down
-	client *envclient.Client // nil until connected
-	tools  []Tool
+	counted bool              // in Engine.sandboxes until torn down
+	client  *envclient.Client // nil until connected
+	tools   []Tool
 }
 
 // spec is what the sandbox deploys for env, with the engine's labels and
