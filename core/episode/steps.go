@@ -74,6 +74,7 @@ func (e *Engine) deployCounted(ctx context.Context, name string, labels map[stri
 	// plugin deployed it (a deadline racing the reply, a plugin crash).
 	nonce := newEpisodeID()
 	spec.Labels[sandbox.LabelDeploy] = nonce
+	spec.Labels[sandbox.LabelCreated] = time.Now().UTC().Format(time.RFC3339)
 	start := time.Now()
 	sb, err := e.cfg.Sandbox.Deploy(ctx, spec)
 	if err != nil {
