@@ -117,7 +117,7 @@ func serveGridsim(b *testing.B, extra ...string) *process {
 	agentenv, _ := binaries(b)
 	addr := freePort(b)
 	args := append([]string{"serve", gridsimDir, "--addr", addr, "--log-level", "warn",
-		"--sandbox-config", "state_dir=" + b.TempDir()}, extra...)
+		"--sandbox-config", "state_dir=" + b.TempDir(), "--sandbox-config", "mode=process"}, extra...)
 	return start(b, addr, "/health", agentenv, args...)
 }
 

@@ -26,6 +26,7 @@ type serveOptions struct {
 	IdleTimeout       time.Duration
 	LogJSON           bool
 	LogLevel          string
+	Warm              int
 }
 
 func defaultServeOptions() serveOptions {
@@ -52,6 +53,7 @@ type serveFile struct {
 		IdleTimeout       *string        `toml:"idle_timeout"`
 		LogJSON           *bool          `toml:"log_json"`
 		LogLevel          *string        `toml:"log_level"`
+		Warm              *int           `toml:"warm"`
 	} `toml:"serve"`
 }
 
@@ -70,7 +72,7 @@ func readServeConfig(path string) (serveOptions, error) {
 	}
 	serveTable, _ := top["serve"].(map[string]any)
 	known := map[string]bool{"addr": true, "sandbox": true, "sandbox_config": true, "reward": true, "tool_format": true,
-		"max_concurrent_envs": true, "token_var": true, "idle_timeout": true, "log_json": true, "log_level": true}
+		"max_concurrent_envs": true, "token_var": true, "idle_timeout": true, "log_json": true, "log_level": true, "warm": true}
 	for k := range serveTable {
 		if !known[k] {
 			return o, fmt.Errorf("--config %s: [serve] has unknown key %q", path, k)
@@ -98,6 +100,9 @@ func readServeConfig(path string) (serveOptions, error) {
 	}
 	if s.LogJSON != nil {
 		o.LogJSON = *s.LogJSON
+	}
+	if s.Warm != nil {
+		o.Warm = *s.Warm
 	}
 	if s.IdleTimeout != nil {
 		d, err := time.ParseDuration(*s.IdleTimeout)
@@ -131,6 +136,7 @@ func mergeServeOptions(file, flags serveOptions, changed func(string) bool) serv
 		"idle-timeout":        func() { o.IdleTimeout = flags.IdleTimeout },
 		"log-json":            func() { o.LogJSON = flags.LogJSON },
 		"log-level":           func() { o.LogLevel = flags.LogLevel },
+		"warm":                func() { o.Warm = flags.Warm },
 	}
 	for name, apply := range pick {
 		if changed(name) {

@@ -314,7 +314,7 @@ func TestServeRefusesBadStart(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"serve", tc.bundle, "--addr", "127.0.0.1:0", "--sandbox-config", "state_dir=" + t.TempDir()}, tc.args...)
+			args := append([]string{"serve", tc.bundle, "--addr", "127.0.0.1:0", "--sandbox-config", "state_dir=" + t.TempDir(), "--sandbox-config", "mode=process"}, tc.args...)
 			cmd := exec.Command(agentenv(t), args...)
 			cmd.Env = append(cmd.Environ(), tc.env...)
 			out, err := cmd.CombinedOutput()

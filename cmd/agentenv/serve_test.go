@@ -96,7 +96,8 @@ func startServe(t *testing.T, bundleDir, addr, stateDir string, env []string, ar
 
 func launchServe(t *testing.T, bundleDir, addr, stateDir string, env []string, args ...string) *served {
 	t.Helper()
-	full := append([]string{"serve", bundleDir, "--addr", addr, "--sandbox-config", "state_dir=" + stateDir, "--log-level", "debug"}, args...)
+	// Process mode: these tests watch env processes (Docker mode has its own tests).
+	full := append([]string{"serve", bundleDir, "--addr", addr, "--sandbox-config", "state_dir=" + stateDir, "--sandbox-config", "mode=process", "--log-level", "debug"}, args...)
 	cmd := exec.Command(agentenv(t), full...)
 	cmd.Env = append(os.Environ(), env...)
 	s := &served{cmd: cmd, addr: addr, stateDir: stateDir, log: &lockedBuffer{}, exited: make(chan struct{})}
