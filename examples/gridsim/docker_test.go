@@ -185,8 +185,18 @@ func serveDocker(t *testing.T, addr, cache string, args ...string) *dockerServer
 	}
 	go func() { _ = s.cmd.Wait(); close(s.exited) }()
 	t.Cleanup(func() {
-		_ = s.cmd.Process.Kill()
-		<-s.exited
+		// Drain as serve would (a failed test must not leave containers),
+		// then remove and report whatever is still there.
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.exited:
+		case <-time.After(2 * time.Minute):
+			_ = s.cmd.Process.Kill()
+			<-s.exited
+		}
+		if left := removeLeft(s.id); len(left) > 0 {
+			t.Errorf("server %s left %v (now removed)", s.id, left)
+		}
 	})
 	deadline := time.Now().Add(5 * time.Minute) // the first start builds the image
 	for {
@@ -242,6 +252,33 @@ func objects(t *testing.T, cli *client.Client, id string) (containers, networks 
 		networks = append(networks, n.ID)
 	}
 	return containers, networks
+}
+
+// removeLeft removes the containers and networks labelled with server id,
+// returning what it found.
+func removeLeft(id string) []string {
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		return nil
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	f := client.Filters{}.Add("label", sandbox.LabelServer+"="+id)
+	var left []string
+	if cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f}); err == nil {
+		for _, c := range cs.Items {
+			left = append(left, "container "+c.ID[:12])
+			_, _ = cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
+		}
+	}
+	if ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f}); err == nil {
+		for _, n := range ns.Items {
+			left = append(left, "network "+n.Name)
+			_, _ = cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
+		}
+	}
+	return left
 }
 
 // sessionCaller makes the policy's tool calls as a model does: one hermes

@@ -45,6 +45,11 @@ type engine struct {
 	host    string // "" = $DOCKER_HOST, else the default socket
 	subnets *subnetPool
 	log     hclog.Logger
+	// busy bounds the engine operations in flight (creating and starting,
+	// removing): an engine handed hundreds at once serves them all slowly
+	// (lock contention, a port proxy and a layer copy each), so that
+	// deploys run past their deadlines; in turns, each is quick.
+	busy chan struct{}
 
 	mu      sync.Mutex
 	cli     *client.Client
@@ -55,8 +60,18 @@ type engine struct {
 	images  map[string]imageInfo
 }
 
-func newEngine(host string, subnets *subnetPool, log hclog.Logger) *engine {
-	return &engine{host: host, subnets: subnets, log: log, images: map[string]imageInfo{}}
+func newEngine(host string, subnets *subnetPool, parallel int, log hclog.Logger) *engine {
+	return &engine{host: host, subnets: subnets, log: log, busy: make(chan struct{}, parallel), images: map[string]imageInfo{}}
+}
+
+// turn waits for a turn to run engine operations; release it when done.
+func (e *engine) turn(ctx context.Context) (release func(), _ error) {
+	select {
+	case e.busy <- struct{}{}:
+		return func() { <-e.busy }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the engine (%d operations in flight): %w", cap(e.busy), ctx.Err())
+	}
 }
 
 // where names the engine's address for messages.

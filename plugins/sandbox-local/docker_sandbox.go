@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -74,8 +75,18 @@ func (p *Plugin) deployDocker(ctx context.Context, spec sandbox.Spec) (sandbox.S
 	labels := copyLabels(spec.Labels)
 	labels[LabelSandbox] = id
 	var h dockerHandle
+	queued := time.Now()
+	release, err := eng.turn(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	waited := time.Since(queued)
+	var once sync.Once
+	done := func() { once.Do(release) }
+	defer done()
 	// Whatever this deploy made goes if it fails, even when cut short.
 	undo := func(why error) (sandbox.Sandbox, error) {
+		done()
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		if _, err := p.removeDocker(cctx, cli, id, h, 0); err != nil {
@@ -110,6 +121,7 @@ func (p *Plugin) deployDocker(ctx context.Context, spec sandbox.Spec) (sandbox.S
 	if _, err := cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
 		return undo(fmt.Errorf("starting the container: %w", err))
 	}
+	done() // the env's own start-up is no load on the engine
 	hostPort, err := publishedPort(ctx, cli, created.ID, port, spec.Port)
 	if err == nil {
 		addr := net.JoinHostPort(localhost.String(), strconv.Itoa(hostPort))
@@ -124,7 +136,7 @@ func (p *Plugin) deployDocker(ctx context.Context, spec sandbox.Spec) (sandbox.S
 	addr := net.JoinHostPort(localhost.String(), strconv.Itoa(hostPort))
 	sb := sandbox.Sandbox{ID: id, Endpoint: "http://" + addr, Labels: copyLabels(spec.Labels), State: h.state()}
 	p.log.Info("deployed", "id", id, "env", spec.Env, "container", shortID(created.ID), "subnet", h.Subnet,
-		"endpoint", sb.Endpoint, "listening_after", time.Since(began).String())
+		"endpoint", sb.Endpoint, "queued", waited.String(), "listening_after", time.Since(began).String())
 	return sb, nil
 }
 
@@ -380,7 +392,12 @@ func (p *Plugin) removeDocker(ctx context.Context, cli *client.Client, id string
 	// Force: SIGKILL whatever still runs (grace over, or a cut-short call).
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	_, err := cli.ContainerRemove(rctx, ctr, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	release, err := p.engine().turn(rctx)
+	if err != nil {
+		return true, err
+	}
+	defer release()
+	_, err = cli.ContainerRemove(rctx, ctr, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 	switch {
 	case err == nil:
 		found = true

@@ -92,7 +92,11 @@ const configSchema = `{
     },
     "tmpfs_mb": {
       "type": "integer",
-      "description": "Size of the tmpfs mounted on /tmp in a container with a read-only root (default 64)."
+      "description": "Size of the tmpfs mounted on /tmp in every container (default 64)."
+    },
+    "parallel_ops": {
+      "type": "integer",
+      "description": "Most container creations and removals run on the engine at once; more wait their turn (default 8)."
     }
   }
 }`
@@ -113,6 +117,7 @@ type Config struct {
 	DefaultCPU      float64 `json:"default_cpu"`
 	DefaultMemoryMB int64   `json:"default_memory_mb"`
 	TmpfsMB         int64   `json:"tmpfs_mb"`
+	ParallelOps     int     `json:"parallel_ops"`
 }
 
 // DefaultConfig is the configuration before Configure.
@@ -120,7 +125,7 @@ func DefaultConfig() Config {
 	return Config{StateDir: defaultStateDir(), Grace: config.Duration(5 * time.Second),
 		ReadyTimeout: config.Duration(60 * time.Second), BuildTimeout: config.Duration(10 * time.Minute),
 		Mode: ModeAuto, SubnetBase: "10.213.0.0/16", SubnetSize: 28, PidsLimit: 512,
-		DefaultCPU: 1, DefaultMemoryMB: 1024, TmpfsMB: 64}
+		DefaultCPU: 1, DefaultMemoryMB: 1024, TmpfsMB: 64, ParallelOps: 8}
 }
 
 func defaultStateDir() string {
@@ -149,7 +154,7 @@ var _ sdk.Configurer = (*Plugin)(nil)
 func New() *Plugin {
 	p := &Plugin{log: defaultLogger(), cfg: DefaultConfig(), procs: map[string]*proc{}, modes: map[string]string{}}
 	pool, _ := newSubnetPool(p.cfg.SubnetBase, p.cfg.SubnetSize)
-	p.docker = newEngine("", pool, p.log)
+	p.docker = newEngine("", pool, p.cfg.ParallelOps, p.log)
 	return p
 }
 
@@ -200,8 +205,8 @@ func (p *Plugin) Configure(ctx context.Context, raw json.RawMessage) error {
 	switch {
 	case cfg.Mode != ModeAuto && cfg.Mode != ModeDocker && cfg.Mode != ModeProcess:
 		return fmt.Errorf("sandbox-local config: mode %q: use auto, docker or process", cfg.Mode)
-	case cfg.PidsLimit < 1 || cfg.DefaultCPU <= 0 || cfg.DefaultMemoryMB < 6 || cfg.TmpfsMB < 1:
-		return fmt.Errorf("sandbox-local config: pids_limit, default_cpu, tmpfs_mb must be positive and default_memory_mb at least 6 (Docker's floor)")
+	case cfg.PidsLimit < 1 || cfg.DefaultCPU <= 0 || cfg.DefaultMemoryMB < 6 || cfg.TmpfsMB < 1 || cfg.ParallelOps < 1:
+		return fmt.Errorf("sandbox-local config: pids_limit, default_cpu, tmpfs_mb and parallel_ops must be positive and default_memory_mb at least 6 (Docker's floor)")
 	}
 	pool, err := newSubnetPool(cfg.SubnetBase, cfg.SubnetSize)
 	if err != nil {
@@ -210,7 +215,7 @@ func (p *Plugin) Configure(ctx context.Context, raw json.RawMessage) error {
 	p.mu.Lock()
 	old := p.docker
 	p.cfg = cfg
-	p.docker = newEngine(cfg.DockerHost, pool, p.log)
+	p.docker = newEngine(cfg.DockerHost, pool, cfg.ParallelOps, p.log)
 	p.modes = map[string]string{}
 	p.mu.Unlock()
 	old.close()
