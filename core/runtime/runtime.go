@@ -56,7 +56,7 @@ type Options struct {
 	// unused for resets to take (serve --warm); WarmLimit caps the live
 	// sandboxes the pool may bring about (serve: --max-concurrent-envs).
 	Warm, WarmLimit int
-	Logger   hclog.Logger // nil = no logging
+	Logger          hclog.Logger // nil = no logging
 	// Plugins says where plugins are found (its Logger is set from Logger).
 	Plugins pluginhost.Options
 	// SandboxDriver and ToolFormats, when set, are used in place of plugins
