@@ -288,17 +288,20 @@ func serveDocker(b *testing.B, extra ...string) *dockerServer {
 	return s
 }
 
-// waitLog waits until the server's log holds want.
-func (s *dockerServer) waitLog(b *testing.B, want string) {
+// waitLog waits until the server's log holds want n times.
+func (s *dockerServer) waitLog(b *testing.B, want string, n int) {
 	b.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
-	for !strings.Contains(s.log.String(), want) {
+	for strings.Count(s.log.String(), want) < n {
 		if time.Now().After(deadline) {
-			b.Fatalf("the server never logged %q:\n%s", want, s.log)
+			b.Fatalf("the server logged %q fewer than %d times:\n%s", want, n, s.log)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// deployedLine is what the sandbox logs for each container it deployed.
+const deployedLine = "agentenv.plugins.sandbox-local: deployed:"
 
 // BenchmarkDockerEpisode plays whole GridSim episodes in Docker through
 // `agentenv serve`, one at a time: reset (deploy or take a warm sandbox,
@@ -315,7 +318,7 @@ func BenchmarkDockerEpisode(b *testing.B) {
 	env, bd := gridsimEnv(b)
 	warm := serveDocker(b, "--warm", "8", "--max-concurrent-envs", "16")
 	cold := serveDocker(b, "--max-concurrent-envs", "16")
-	warm.waitLog(b, "warm pool full: env=gridsim sandboxes=8")
+	warm.waitLog(b, "warm pool full: env=gridsim sandboxes=8", 1)
 	bare := newBareRun(b, cli, env)
 	task, err := bd.Task("day/eval-001")
 	if err != nil {
@@ -357,8 +360,12 @@ func BenchmarkDockerEpisode(b *testing.B) {
 		return d
 	}
 	ws, cs := dial(b, warm.addr), dial(b, cold.addr)
+	// The warm server's refill (a deploy behind each reset) is waited
+	// for before the cold episode, so the two never share the engine.
+	refilled := func() { warm.waitLog(b, deployedLine, strings.Count(warm.log.String(), "took a warm sandbox")+8) }
 	for i := range 2 { // warm every path
 		play(ws, i)
+		refilled()
 		play(cs, i)
 		floor()
 	}
@@ -368,6 +375,7 @@ func BenchmarkDockerEpisode(b *testing.B) {
 	for i := range b.N {
 		r, e := play(ws, i)
 		wr, we = append(wr, r), append(we, e)
+		refilled()
 		r, e = play(cs, i)
 		cr, ce = append(cr, r), append(ce, e)
 		fl = append(fl, floor())
