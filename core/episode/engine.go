@@ -222,7 +222,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	e.liveMu.Unlock()
 	if e.pool != nil {
-		e.pool.close()
+		e.pool.close(ctx)
 	}
 	errs := make([]error, len(eps))
 	var wg sync.WaitGroup

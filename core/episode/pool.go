@@ -31,7 +31,7 @@ type warmPool struct {
 	size int
 	envs []string
 
-	ctx    context.Context // cancelled by close: deploys in flight give up
+	ctx    context.Context // cancelled by close: the filler stops, deploys give up
 	cancel context.CancelFunc
 	wake   chan struct{}
 	done   chan struct{} // closed when the filler has stopped
@@ -181,15 +181,24 @@ func (p *warmPool) stats(env string) (ready, deploying int) {
 	return len(p.ready[env]), p.filling[env]
 }
 
-// close stops refilling, gives up deploys in flight and tears every ready
-// sandbox down (in the background, as the engine's teardowns).
-func (p *warmPool) close() {
+// close stops refilling, lets deploys in flight finish (cutting them
+// short only when ctx ends: a cut-short deploy may leave objects for
+// reaping) and tears every ready sandbox down (in the background, as the
+// engine's teardowns).
+func (p *warmPool) close(ctx context.Context) {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
+	p.poke()
+	filled := make(chan struct{})
+	go func() { p.fills.Wait(); close(filled) }()
+	select {
+	case <-filled:
+	case <-ctx.Done():
+	}
 	p.cancel()
 	<-p.done
-	p.fills.Wait()
+	<-filled
 	p.mu.Lock()
 	var envs []*liveEnv
 	for env, list := range p.ready {
