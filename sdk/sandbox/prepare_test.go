@@ -64,10 +64,11 @@ func TestPrepareRunsOncePerEnv(t *testing.T) {
 }
 
 func TestPrepareCutShortIsRetried(t *testing.T) {
-	cp := &countingPreparer{err: func(ctx context.Context) error { return ctx.Err() }}
-	p := &preparer{impl: cp, envs: map[string]*prepared{}}
+	// Cut short while it runs (a context cancelled before the call may
+	// not reach Prepare at all: the wait for the env's turn sees it first).
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
+	cp := &countingPreparer{err: func(ctx context.Context) error { cancel(); return ctx.Err() }}
+	p := &preparer{impl: cp, envs: map[string]*prepared{}}
 	if err := p.prepare(ctx, Spec{Env: "a"}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cut-short prepare: %v", err)
 	}
