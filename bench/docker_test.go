@@ -10,12 +10,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,30 +26,13 @@ import (
 	"github.com/agentenv/agentenv/core/bundle"
 	"github.com/agentenv/agentenv/core/envclient"
 	local "github.com/agentenv/agentenv/plugins/sandbox-local"
+	"github.com/agentenv/agentenv/plugins/sandbox-local/dockertest"
 	"github.com/agentenv/agentenv/sdk/sandbox"
 	"github.com/agentenv/agentenv/sdk/sdktest"
 )
 
 // benchLabel marks every Docker object these benchmarks make.
 const benchLabel = "agentenv.bench"
-
-func needDocker(b *testing.B) *mobyclient.Client {
-	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	cli, err := mobyclient.New(mobyclient.FromEnv)
-	if err == nil {
-		_, err = cli.Ping(ctx, mobyclient.PingOptions{NegotiateAPIVersion: true})
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			b.Fatalf("no Docker engine: %v", err)
-		}
-		b.Skipf("no Docker engine: %v", err)
-	}
-	b.Cleanup(func() { cli.Close() })
-	return cli
-}
 
 // gridsimEnv is GridSim's env as its env.toml declares it.
 func gridsimEnv(b *testing.B) (*bundle.Env, *bundle.Bundle) {
@@ -154,7 +135,7 @@ func (r *bareRun) remove(name string) {
 // the same create+start through the engine API; both then connect over
 // MCP and list the tools. Target: within 1.3x of `docker run`.
 func BenchmarkDockerDeployToReady(b *testing.B) {
-	cli := needDocker(b)
+	cli := dockertest.Client(b)
 	env, _ := gridsimEnv(b)
 	p := local.New()
 	p.SetLogger(hclog.NewNullLogger())
@@ -256,35 +237,10 @@ func (l *logBuffer) String() string {
 func serveDocker(b *testing.B, extra ...string) *dockerServer {
 	b.Helper()
 	agentenv, _ := binaries(b)
-	addr := freePort(b)
-	s := &dockerServer{addr: addr, log: &logBuffer{}}
-	args := append([]string{"serve", gridsimDir, "--addr", addr, "--log-level", "info",
+	s := &dockerServer{addr: freePort(b), log: &logBuffer{}}
+	args := append([]string{"serve", gridsimDir, "--addr", s.addr, "--log-level", "info",
 		"--sandbox-config", "state_dir=" + b.TempDir(), "--sandbox-config", "mode=docker"}, extra...)
-	cmd := exec.Command(agentenv, args...)
-	cmd.Stdout, cmd.Stderr = s.log, s.log
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(2 * time.Minute):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	c, err := client.New(addr, client.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := c.Health(ctx); err != nil {
-		b.Fatalf("serve not healthy: %v\n%s", err, s.log)
-	}
+	startLogged(b, s.log, s.addr, agentenv, args...)
 	return s
 }
 
@@ -314,7 +270,7 @@ const deployedLine = "agentenv.plugins.sandbox-local: deployed:"
 // Targets: warm reset under 20 ms p50; episode env time under 0.5 s cold
 // and 50 ms warm (the SkyRL page reports 17 s a rollout).
 func BenchmarkDockerEpisode(b *testing.B) {
-	cli := needDocker(b)
+	cli := dockertest.Client(b)
 	env, bd := gridsimEnv(b)
 	warm := serveDocker(b, "--warm", "8", "--max-concurrent-envs", "16")
 	cold := serveDocker(b, "--max-concurrent-envs", "16")

@@ -46,6 +46,16 @@ func (r *rig) waitWarm(ready int) {
 	}
 }
 
+// warmRig is a rig with a warm pool of n per env, logging at info into
+// the returned buffer.
+func warmRig(n int) (rigOptions, *lockedBuffer) {
+	logs := &lockedBuffer{}
+	return rigOptions{tune: func(c *episode.Config) {
+		c.Warm = n
+		c.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: logs})
+	}}, logs
+}
+
 // closeFirst closes the engine before the rig's own check that nothing is
 // live (cleanups run last-registered first): the pool's sandboxes are the
 // engine's until it closes.
@@ -64,11 +74,8 @@ func (r *rig) closeFirst() {
 // the pool down.
 func TestWarmPoolTakesAndRefills(t *testing.T) {
 	dir := bundleFiles(t, nil, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
-	var logs lockedBuffer
-	r := newRig(t, dir, rigOptions{tune: func(c *episode.Config) {
-		c.Warm = 2
-		c.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &logs})
-	}})
+	opts, logs := warmRig(2)
+	r := newRig(t, dir, opts)
 	r.closeFirst()
 	r.waitWarm(2)
 	before := r.warmIDs()
@@ -131,11 +138,8 @@ func TestWarmPoolCountsAgainstLimit(t *testing.T) {
 // episode gets another.
 func TestWarmPoolSkipsADeadSandbox(t *testing.T) {
 	dir := bundleFiles(t, nil, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
-	var logs lockedBuffer
-	r := newRig(t, dir, rigOptions{tune: func(c *episode.Config) {
-		c.Warm = 1
-		c.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &logs})
-	}})
+	opts, logs := warmRig(1)
+	r := newRig(t, dir, opts)
 	r.closeFirst()
 	r.waitWarm(1)
 	warm := r.warmIDs()

@@ -35,6 +35,7 @@ import (
 
 	agentclient "github.com/agentenv/agentenv/client"
 	"github.com/agentenv/agentenv/examples/gridsim/baseline"
+	"github.com/agentenv/agentenv/plugins/sandbox-local/dockertest"
 )
 
 // dockerRig is what the Docker tests share, made once: the agentenv binary
@@ -47,24 +48,6 @@ var dockerRig struct {
 	bundle  string
 	image   string
 	started bool // a server has started (the first one builds the image)
-}
-
-func needDocker(t *testing.T) *client.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	cli, err := client.New(client.FromEnv)
-	if err == nil {
-		_, err = cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Docker engine (CI must have one; .ci/run starts dockerd): %v", err)
-		}
-		t.Skipf("no Docker engine: %v (CI runs this)", err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
 }
 
 // setupDocker builds agentenv and copies the bundle, its env.toml pointing
@@ -340,7 +323,7 @@ func dial(t *testing.T, addr string) *agentclient.Session {
 // on its own network, the optimal policy scores 1, and SIGTERM leaves no
 // container or network.
 func TestServeDockerOptimalScoresOne(t *testing.T) {
-	cli := needDocker(t)
+	cli := dockertest.Client(t)
 	first := !dockerRig.started
 	s := serveDocker(t, freeAddr(t), t.TempDir())
 	log := s.log.String()
@@ -396,7 +379,7 @@ func TestServeDockerOptimalScoresOne(t *testing.T) {
 // SIGKILL with 32 live Docker episodes leaves their containers; the next
 // start of the same server reaps every one, networks included.
 func TestServeDockerSigkillThenRestartLeavesNothing(t *testing.T) {
-	cli := needDocker(t)
+	cli := dockertest.Client(t)
 	addr, cache := freeAddr(t), t.TempDir()
 	s := serveDocker(t, addr, cache, "--max-concurrent-envs", "32")
 	const live = 32
@@ -444,7 +427,7 @@ func TestServeDockerSigkillThenRestartLeavesNothing(t *testing.T) {
 // leaves the warm containers, the restart reaps them, and SIGTERM tears a
 // full pool down.
 func TestServeDockerWarmPool(t *testing.T) {
-	cli := needDocker(t)
+	cli := dockertest.Client(t)
 	addr, cache := freeAddr(t), t.TempDir()
 	s := serveDocker(t, addr, cache, "--warm", "3", "--max-concurrent-envs", "4")
 	waitContainers := func(id string, want int) {
@@ -512,7 +495,7 @@ func TestServeDockerWarmPool(t *testing.T) {
 // and the engine's configuration untouched. AGENTENV_DOCKER_EPISODES sets
 // how many (default 40; docs/performance.md reports 200).
 func TestServeDockerManyEpisodesAtOnce(t *testing.T) {
-	cli := needDocker(t)
+	cli := dockertest.Client(t)
 	n := 40
 	if v := os.Getenv("AGENTENV_DOCKER_EPISODES"); v != "" {
 		var err error

@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
+	"github.com/agentenv/agentenv/plugins/sandbox-local/dockertest"
 	"github.com/agentenv/agentenv/sdk/sandbox"
 	"github.com/agentenv/agentenv/sdk/sdktest"
 )
@@ -36,26 +37,6 @@ var (
 	dockerCtxDir  string
 	dockerCtxErr  error
 )
-
-// needDocker returns a client of the local engine, skipping the test when
-// none answers; with CI=true a missing engine fails it instead.
-func needDocker(t *testing.T) *client.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	cli, err := client.New(client.FromEnv)
-	if err == nil {
-		_, err = cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Docker engine (CI must have one; .ci/run starts dockerd): %v", err)
-		}
-		t.Skipf("no Docker engine: %v (CI runs this)", err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
-}
 
 // dockerContext builds the test image's context once.
 func dockerContext(t *testing.T) string {
@@ -185,7 +166,7 @@ func cleanupDocker() []string {
 }
 
 func TestDockerConformance(t *testing.T) {
-	cli := needDocker(t)
+	cli := dockertest.Client(t)
 	spec := dockerSpec(t, cli, "")
 	builds := filepath.Join(t.TempDir(), "builds")
 	spec.Build = []string{"sh", "-c", "echo built >> " + builds}
@@ -219,7 +200,7 @@ func TestDockerConformance(t *testing.T) {
 // host's labels on the container and the network. An image labelled
 // agentenv.root=writable gets a writable root.
 func TestDockerContainerIsLockedDown(t *testing.T) {
-	cli := needDocker(t)
+	cli := dockertest.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for _, tc := range []struct {
@@ -313,7 +294,7 @@ func TestDockerContainerIsLockedDown(t *testing.T) {
 
 // A failed deploy leaves nothing, and says why.
 func TestDockerDeployFailures(t *testing.T) {
-	cli := needDocker(t)
+	cli := dockertest.Client(t)
 	p := newDockerPlugin(t, map[string]any{"grace": "200ms"})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -381,7 +362,7 @@ func TestDockerDeployFailures(t *testing.T) {
 // sandbox's subnet is free again, and a subnet another program's network
 // holds is skipped.
 func TestDockerAddressPool(t *testing.T) {
-	cli := needDocker(t)
+	cli := dockertest.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	// A /27 in /29s: 4 subnets, one of them taken by a foreign network.
@@ -435,7 +416,7 @@ func TestDockerAddressPool(t *testing.T) {
 // A network a killed deploy left without its container is listed, and
 // terminated, like any sandbox.
 func TestDockerListsAndReapsOrphanNetworks(t *testing.T) {
-	cli := needDocker(t)
+	cli := dockertest.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	p := newDockerPlugin(t, nil)
@@ -465,7 +446,7 @@ func TestDockerListsAndReapsOrphanNetworks(t *testing.T) {
 // Prepare builds the image once per process, even under concurrent calls,
 // and logs the build's progress.
 func TestDockerPrepareBuildsOnceWithProgress(t *testing.T) {
-	cli := needDocker(t)
+	cli := dockertest.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var logBuf lockedLog

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentenv/agentenv/plugins/sandbox-local/dockertest"
 	"github.com/agentenv/agentenv/sdk/sandbox"
 )
 
@@ -50,7 +51,7 @@ func TestModeWithoutEngine(t *testing.T) {
 // With the engine answering, auto runs an env with an image in Docker,
 // and keeps an env's mode once decided.
 func TestModeAutoWithEngine(t *testing.T) {
-	needDocker(t)
+	dockertest.Client(t)
 	p := newPlugin(t, t.TempDir(), map[string]any{"docker_host": ""})
 	both := sandbox.Spec{Env: "both", Image: "x:1", Command: []string{"./x"}}
 	if got, err := p.envMode(context.Background(), both); err != nil || got != ModeDocker {
