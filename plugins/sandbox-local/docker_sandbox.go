@@ -193,9 +193,20 @@ func containerEnv(spec sandbox.Spec, id string) []string {
 // subnet the engine refuses as overlapping (another process's network, or
 // another program's) stays marked used, and the next is tried.
 func (p *Plugin) createNetwork(ctx context.Context, cli *client.Client, name string, labels map[string]string) (id, subnet string, err error) {
-	pool := p.engine().subnets
+	eng := p.engine()
+	pool := eng.subnets
+	reloaded := false
 	for range 64 {
 		pfx, err := pool.take()
+		if err != nil && !reloaded {
+			// Subnets marked used may have been freed by other processes
+			// since: ask the engine what is live, once, before giving up.
+			reloaded = true
+			if lerr := eng.reloadSubnets(ctx, cli); lerr != nil {
+				return "", "", errors.Join(err, lerr)
+			}
+			pfx, err = pool.take()
+		}
 		if err != nil {
 			return "", "", err
 		}
@@ -239,6 +250,16 @@ func (e *engine) loadSubnets(ctx context.Context, cli *client.Client) error {
 	e.loaded = true
 	e.mu.Unlock()
 	return nil
+}
+
+// reloadSubnets marks used exactly the subnets of the engine's networks
+// now.
+func (e *engine) reloadSubnets(ctx context.Context, cli *client.Client) error {
+	e.mu.Lock()
+	e.loaded = false
+	e.mu.Unlock()
+	e.subnets.forgetAll()
+	return e.loadSubnets(ctx, cli)
 }
 
 // publishedPort is the host port the engine bound for port; a container

@@ -117,6 +117,14 @@ func (p *subnetPool) markUsed(pfx netip.Prefix) {
 	}
 }
 
+// forgetAll drops every mark, before the pool is loaded again from the
+// engine's networks (marks of subnets other processes since freed go).
+func (p *subnetPool) forgetAll() {
+	p.mu.Lock()
+	p.used = map[int]bool{}
+	p.mu.Unlock()
+}
+
 // inUse is how many subnets are taken.
 func (p *subnetPool) inUse() int {
 	p.mu.Lock()

@@ -73,3 +73,15 @@ func TestSubnetPoolTakeReleaseAndForeign(t *testing.T) {
 		t.Fatal("took a subnet inside a foreign /8")
 	}
 }
+
+func TestSubnetPoolForgetAll(t *testing.T) {
+	p, _ := newSubnetPool("10.9.8.0/27", 28) // 2 blocks
+	p.markUsed(netip.MustParsePrefix("10.9.8.0/27"))
+	if _, err := p.take(); err == nil {
+		t.Fatal("took from a full pool")
+	}
+	p.forgetAll()
+	if _, err := p.take(); err != nil || p.inUse() != 1 {
+		t.Fatalf("after forgetAll: %v, %d in use", err, p.inUse())
+	}
+}
