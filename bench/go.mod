@@ -6,9 +6,12 @@ require (
 	github.com/agentenv/agentenv/client v0.0.0-00010101000000-000000000000
 	github.com/agentenv/agentenv/core v0.0.0-00010101000000-000000000000
 	github.com/agentenv/agentenv/plugins/reward-mean v0.0.0-00010101000000-000000000000
+	github.com/agentenv/agentenv/plugins/sandbox-local v0.0.0-00010101000000-000000000000
 	github.com/agentenv/agentenv/sdk v0.0.0-00010101000000-000000000000
 	github.com/gorilla/websocket v1.5.3
 	github.com/hashicorp/go-hclog v1.6.3
+	github.com/moby/moby/api v1.57.0
+	github.com/moby/moby/client v0.6.3
 )
 
 require (
@@ -32,5 +35,6 @@ replace (
 	github.com/agentenv/agentenv/client => ../client
 	github.com/agentenv/agentenv/core => ../core
 	github.com/agentenv/agentenv/plugins/reward-mean => ../plugins/reward-mean
+	github.com/agentenv/agentenv/plugins/sandbox-local => ../plugins/sandbox-local
 	github.com/agentenv/agentenv/sdk => ../sdk
 )

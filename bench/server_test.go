@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -84,8 +85,14 @@ type process struct {
 
 func start(b *testing.B, addr string, health string, name string, args ...string) *process {
 	b.Helper()
+	return startLogged(b, os.Stderr, addr, name, args...)
+}
+
+// startLogged is start with the process's output going to out.
+func startLogged(b *testing.B, out io.Writer, addr string, name string, args ...string) *process {
+	b.Helper()
 	cmd := exec.Command(name, args...)
-	cmd.Stderr = os.Stderr
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
@@ -117,7 +124,7 @@ func serveGridsim(b *testing.B, extra ...string) *process {
 	agentenv, _ := binaries(b)
 	addr := freePort(b)
 	args := append([]string{"serve", gridsimDir, "--addr", addr, "--log-level", "warn",
-		"--sandbox-config", "state_dir=" + b.TempDir()}, extra...)
+		"--sandbox-config", "state_dir=" + b.TempDir(), "--sandbox-config", "mode=process"}, extra...)
 	return start(b, addr, "/health", agentenv, args...)
 }
 

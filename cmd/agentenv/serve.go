@@ -71,6 +71,7 @@ Flags override the [serve] table of --config. See docs/serving.md.`,
 	f.StringVar(&o.Reward, "reward", o.Reward, "reward for tasks with several scores: a reward plugin name (mean), or score:<step id>")
 	f.StringVar(&o.ToolFormat, "tool-format", o.ToolFormat, "default tool-call format of replies (a reset may name another)")
 	f.IntVar(&o.MaxConcurrentEnvs, "max-concurrent-envs", o.MaxConcurrentEnvs, "live episodes at most; further resets wait in a FIFO queue")
+	f.IntVar(&o.Warm, "warm", o.Warm, "sandboxes per env kept deployed, ready and unused for resets to take (they count against --max-concurrent-envs)")
 	f.StringVar(&o.TokenVar, "token-var", o.TokenVar, "environment variable holding the token every request but /health must carry (empty: no token)")
 	f.DurationVar(&o.IdleTimeout, "idle-timeout", o.IdleTimeout, "close a session and its episode after this long without a reset or step (0: never)")
 	f.StringVar(&configFile, "config", "", "TOML file whose [serve] table sets any of these flags")
@@ -101,6 +102,9 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 	}
 	if err := o.Limits.check(); err != nil {
 		return err
+	}
+	if o.Warm < 0 {
+		return fmt.Errorf("--warm must be 0 or more, got %d", o.Warm)
 	}
 	token := ""
 	if o.TokenVar != "" {
@@ -133,6 +137,7 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 		Sandbox: o.Sandbox, SandboxConfig: sandboxCfg, Reward: o.Reward, ToolFormat: o.ToolFormat,
 		ServerID: serverID, Logger: log, Plugins: pluginhost.Options{ReloadOnSIGHUP: true},
 		Tune: func(c *episode.Config) { c.Limits = o.Limits.episodeLimits() },
+		Warm: o.Warm, WarmLimit: o.MaxConcurrentEnvs,
 	})
 	if err != nil {
 		return sandboxConfigHint(err, o.SandboxConfig)
@@ -178,7 +183,7 @@ func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
 		log.Warn("serving on a non-loopback address without a token: anyone who can reach it can run episodes; set --token-var", "addr", ln.Addr().String())
 	}
 	log.Info("serving", "bundle", b.Name, "tasks", len(b.Tasks), "url", "http://"+ln.Addr().String(),
-		"sandbox", o.Sandbox, "max_concurrent_envs", o.MaxConcurrentEnvs, "token", o.TokenVar != "", "server_id", serverID)
+		"sandbox", o.Sandbox, "max_concurrent_envs", o.MaxConcurrentEnvs, "warm", o.Warm, "token", o.TokenVar != "", "server_id", serverID)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

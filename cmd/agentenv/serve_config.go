@@ -27,6 +27,7 @@ type serveOptions struct {
 	LogJSON           bool
 	LogLevel          string
 	Limits            serveLimits
+	Warm              int
 }
 
 func defaultServeOptions() serveOptions {
@@ -54,6 +55,7 @@ type serveFile struct {
 		IdleTimeout       *string        `toml:"idle_timeout"`
 		LogJSON           *bool          `toml:"log_json"`
 		LogLevel          *string        `toml:"log_level"`
+		Warm              *int           `toml:"warm"`
 	} `toml:"serve"`
 }
 
@@ -72,7 +74,7 @@ func readServeConfig(path string) (serveOptions, error) {
 	}
 	serveTable, _ := top["serve"].(map[string]any)
 	known := map[string]bool{"addr": true, "sandbox": true, "sandbox_config": true, "reward": true, "tool_format": true,
-		"max_concurrent_envs": true, "token_var": true, "idle_timeout": true, "log_json": true, "log_level": true}
+		"max_concurrent_envs": true, "token_var": true, "idle_timeout": true, "log_json": true, "log_level": true, "warm": true}
 	for k := range serveTable {
 		if !known[k] && !isLimitKey(k) {
 			return o, fmt.Errorf("--config %s: [serve] has unknown key %q", path, k)
@@ -103,6 +105,9 @@ func readServeConfig(path string) (serveOptions, error) {
 	}
 	if err := o.Limits.readTable(serveTable); err != nil {
 		return o, fmt.Errorf("--config %s: %w", path, err)
+	}
+	if s.Warm != nil {
+		o.Warm = *s.Warm
 	}
 	if s.IdleTimeout != nil {
 		d, err := time.ParseDuration(*s.IdleTimeout)
@@ -136,6 +141,7 @@ func mergeServeOptions(file, flags serveOptions, changed func(string) bool) serv
 		"idle-timeout":        func() { o.IdleTimeout = flags.IdleTimeout },
 		"log-json":            func() { o.LogJSON = flags.LogJSON },
 		"log-level":           func() { o.LogLevel = flags.LogLevel },
+		"warm":                func() { o.Warm = flags.Warm },
 	}
 	for name, apply := range pick {
 		if changed(name) {

@@ -324,7 +324,7 @@ func TestServeRefusesBadStart(t *testing.T) {
 			if tc.bundle != "" {
 				args = append(args, tc.bundle)
 			}
-			args = append(append(args, "--addr", "127.0.0.1:0", "--sandbox-config", "state_dir="+t.TempDir()), tc.args...)
+			args = append(append(args, "--addr", "127.0.0.1:0", "--sandbox-config", "state_dir="+t.TempDir(), "--sandbox-config", "mode=process"), tc.args...)
 			// A server that wrongly starts is killed, and the case fails.
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()

@@ -98,7 +98,8 @@ func launchServe(t *testing.T, bundleDir, addr, stateDir string, env []string, a
 	t.Helper()
 	full := []string{"serve", bundleDir, "--addr", addr, "--log-level", "debug"}
 	if stateDir != "" { // the local sandbox's; another sandbox takes its own settings in args
-		full = append(full, "--sandbox-config", "state_dir="+stateDir)
+		// Process mode: these tests watch env processes (Docker mode has its own tests).
+		full = append(full, "--sandbox-config", "state_dir="+stateDir, "--sandbox-config", "mode=process")
 	}
 	full = append(full, args...)
 	cmd := exec.Command(agentenv(t), full...)

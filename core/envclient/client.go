@@ -216,6 +216,15 @@ func ResultText(res *mcp.CallToolResult) string {
 	return strings.Join(parts, "\n")
 }
 
+// Ping checks that the env still answers on its session (an MCP ping):
+// a sandbox kept warm is pinged before an episode takes it.
+func (c *Client) Ping(ctx context.Context) error {
+	if err := c.session.Ping(ctx, nil); err != nil {
+		return fmt.Errorf("pinging %s: %w", c.endpoint, err)
+	}
+	return nil
+}
+
 // Close ends the session and drops the client's connections. It is
 // idempotent; the SDK bounds the session DELETE, so a dead env cannot make
 // it hang.

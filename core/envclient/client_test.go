@@ -215,3 +215,16 @@ func TestCloseIsIdempotent(t *testing.T) {
 		t.Fatal("call after Close succeeded")
 	}
 }
+
+func TestPing(t *testing.T) {
+	c := connect(t, startEnv(t), 10*time.Second)
+	if err := c.Ping(context.Background()); err != nil {
+		t.Fatalf("Ping of a live env: %v", err)
+	}
+	_, _ = c.CallTool(context.Background(), "crash", nil, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx); err == nil || !strings.Contains(err.Error(), "pinging") {
+		t.Fatalf("Ping of a crashed env = %v, want an error", err)
+	}
+}

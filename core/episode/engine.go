@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -53,6 +54,15 @@ type Config struct {
 	TeardownRetry time.Duration
 
 	Limits Limits // what one reply may cost; zero fields take the defaults
+
+	// Warm is how many sandboxes of each env the engine keeps deployed,
+	// ready and unused, for resets to take (0 = none; see pool.go).
+	Warm int
+	// WarmLimit caps the engine's live sandboxes (episodes', warm ones,
+	// ones being torn down) that the warm pool may bring about: the pool
+	// deploys only below it (0 = no cap). serve sets it to
+	// --max-concurrent-envs, so warm sandboxes count against capacity.
+	WarmLimit int
 }
 
 // Engine plays a bundle's tasks as episodes. It implements Player and is
@@ -72,6 +82,10 @@ type Engine struct {
 	liveMu   sync.Mutex
 	live     map[*episode]struct{} // episodes that may hold envs
 	shutdown bool
+
+	// sandboxes counts the sandboxes deploying, live or being torn down.
+	sandboxes atomic.Int64
+	pool      *warmPool // nil without Config.Warm
 }
 
 var _ Player = (*Engine)(nil)
@@ -89,6 +103,8 @@ func NewEngine(cfg Config) (*Engine, error) {
 		return nil, errors.New("episode engine: no tool formats")
 	case cfg.Reward != nil && cfg.RewardStep != "":
 		return nil, fmt.Errorf("episode engine: give a reward plugin or a score step (score:%s), not both", cfg.RewardStep)
+	case cfg.Warm < 0 || cfg.WarmLimit < 0:
+		return nil, fmt.Errorf("episode engine: warm %d and warm limit %d must not be negative", cfg.Warm, cfg.WarmLimit)
 	}
 	spec := ""
 	if cfg.RewardStep != "" {
@@ -122,8 +138,32 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Engine{cfg: cfg, log: log, tools: map[string]*toolsetEntry{},
-		live: map[*episode]struct{}{}, closing: make(chan struct{})}, nil
+	e := &Engine{cfg: cfg, log: log, tools: map[string]*toolsetEntry{},
+		live: map[*episode]struct{}{}, closing: make(chan struct{})}
+	if cfg.Warm > 0 {
+		e.pool = newWarmPool(e)
+		go e.pool.run()
+	}
+	return e, nil
+}
+
+// room says whether the warm pool may deploy one more sandbox.
+func (e *Engine) room() bool {
+	return e.cfg.WarmLimit == 0 || e.sandboxes.Load() < int64(e.cfg.WarmLimit)
+}
+
+// over says whether the engine holds more sandboxes than WarmLimit.
+func (e *Engine) over() bool {
+	return e.cfg.WarmLimit > 0 && e.sandboxes.Load() > int64(e.cfg.WarmLimit)
+}
+
+// WarmReady is how many sandboxes of env the warm pool holds ready, and
+// how many it is deploying.
+func (e *Engine) WarmReady(env string) (ready, deploying int) {
+	if e.pool == nil {
+		return 0, 0
+	}
+	return e.pool.stats(env)
 }
 
 // Play resolves req to a task and returns its episode, ready to Start.
@@ -169,9 +209,10 @@ func (e *Engine) forget(ep *episode) {
 	e.liveMu.Unlock()
 }
 
-// Close refuses new episodes and closes every live one (tearing down its
-// envs), concurrently; it returns once all are torn down, background
-// teardowns (of episodes that ended) included, or ctx ends.
+// Close refuses new episodes, tears the warm pool down and closes every
+// live episode (tearing down its envs), concurrently; it returns once all
+// are torn down, background teardowns (of episodes that ended) included,
+// or ctx ends.
 func (e *Engine) Close(ctx context.Context) error {
 	e.liveMu.Lock()
 	if !e.shutdown {
@@ -183,6 +224,9 @@ func (e *Engine) Close(ctx context.Context) error {
 		eps = append(eps, ep)
 	}
 	e.liveMu.Unlock()
+	if e.pool != nil {
+		e.pool.close(ctx)
+	}
 	errs := make([]error, len(eps))
 	var wg sync.WaitGroup
 	for i, ep := range eps {

@@ -337,7 +337,7 @@ func (ep *episode) advance(ctx context.Context, obs *Observation, promptSent boo
 
 func (ep *episode) deploy(ctx context.Context, s *bundle.Step) error {
 	labels := map[string]string{sandbox.LabelEpisode: ep.id, sandbox.LabelTask: ep.task.ID}
-	le, err := ep.e.deployEnv(ctx, s.Env, labels)
+	le, err := ep.e.envFor(ctx, s.Env, labels)
 	if err != nil {
 		return fmt.Errorf("deploy_env step %q: %w", s.ID, err)
 	}

@@ -16,10 +16,11 @@ import (
 
 // liveEnv is a deployed env: its sandbox, MCP session and tools.
 type liveEnv struct {
-	name   string
-	sb     sandbox.Sandbox
-	client *envclient.Client // nil until connected
-	tools  []Tool
+	name    string
+	sb      sandbox.Sandbox
+	counted bool              // in Engine.sandboxes until torn down
+	client  *envclient.Client // nil until connected
+	tools   []Tool
 }
 
 // spec is what the sandbox deploys for env, with the engine's labels and
@@ -38,12 +39,32 @@ func (e *Engine) spec(env *bundle.Env, labels map[string]string) sandbox.Spec {
 	}
 }
 
+// envFor gives an episode env name: a ready one from the warm pool when
+// there is one, else a fresh deploy.
+func (e *Engine) envFor(ctx context.Context, name string, labels map[string]string) (*liveEnv, error) {
+	if e.pool != nil {
+		if le := e.pool.take(ctx, name); le != nil {
+			e.log.Info("took a warm sandbox", "episode", labels[sandbox.LabelEpisode], "env", name, "sandbox", le.sb.ID)
+			return le, nil
+		}
+	}
+	return e.deployEnv(ctx, name, labels)
+}
+
 // deployEnv deploys an env, waits for its MCP server (the one readiness
 // check: sandboxes do not speak MCP) and lists its tools, within the
 // deploy timeout. On failure nothing is left running.
 func (e *Engine) deployEnv(ctx context.Context, name string, labels map[string]string) (*liveEnv, error) {
+	e.sandboxes.Add(1)
+	return e.deployCounted(ctx, name, labels)
+}
+
+// deployCounted is deployEnv for a sandbox already counted in
+// e.sandboxes; a failed deploy uncounts it.
+func (e *Engine) deployCounted(ctx context.Context, name string, labels map[string]string) (*liveEnv, error) {
 	env, ok := e.cfg.Bundle.Envs[name]
 	if !ok {
+		e.uncount()
 		return nil, fmt.Errorf("no env %q in the bundle", name)
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.DeployTimeout)
@@ -53,16 +74,18 @@ func (e *Engine) deployEnv(ctx context.Context, name string, labels map[string]s
 	// plugin deployed it (a deadline racing the reply, a plugin crash).
 	nonce := newEpisodeID()
 	spec.Labels[sandbox.LabelDeploy] = nonce
+	spec.Labels[sandbox.LabelCreated] = time.Now().UTC().Format(time.RFC3339)
 	start := time.Now()
 	sb, err := e.cfg.Sandbox.Deploy(ctx, spec)
 	if err != nil {
+		e.uncount()
 		e.reapDeploy(nonce)
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("deploying env %q: not ready within %s (the deploy timeout): %w", name, e.cfg.DeployTimeout, err)
 		}
 		return nil, fmt.Errorf("deploying env %q: %w", name, err)
 	}
-	le := &liveEnv{name: name, sb: sb}
+	le := &liveEnv{name: name, sb: sb, counted: true}
 	fail := func(err error) (*liveEnv, error) {
 		if terr := <-e.retire([]*liveEnv{le}).done; terr != nil {
 			err = errors.Join(err, terr)
@@ -129,6 +152,14 @@ func (e *Engine) pause(d time.Duration) bool {
 	}
 }
 
+// uncount drops a sandbox from e.sandboxes, making room for the warm pool.
+func (e *Engine) uncount() {
+	e.sandboxes.Add(-1)
+	if e.pool != nil {
+		e.pool.poke()
+	}
+}
+
 // teardown is the background teardown of some envs; done yields its error
 // once every env is gone (or retrying gave up).
 type teardown struct{ done chan error }
@@ -151,6 +182,9 @@ func (e *Engine) retire(envs []*liveEnv) *teardown {
 			}
 			if err := e.terminate(le); err != nil {
 				errs = append(errs, err)
+			}
+			if le.counted {
+				e.uncount()
 			}
 		}
 		err := errors.Join(errs...)

@@ -49,3 +49,59 @@ func Reap(ctx context.Context, r Reaper, serverID string) (int, error) {
 	}
 	return n, errors.Join(errs...)
 }
+
+// ReapDead terminates the sandboxes of every server that no longer runs:
+// those of self (the server id starting now: any sandbox of it is an
+// earlier instance's), those of servers whose claim in dir nobody holds
+// (killed without tearing down), and, with all, those of servers unknown
+// to dir and those carrying no server label. Sandboxes of running servers
+// are never touched. It returns how many it terminated, by server id ("" for
+// unlabelled ones).
+func ReapDead(ctx context.Context, r Reaper, dir, self string, all bool) (map[string]int, error) {
+	live, err := r.List(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("reap: list sandboxes: %w", err)
+	}
+	states := map[string]ServerState{}
+	reaped := map[string]int{}
+	failed := map[string]bool{}
+	var errs []error
+	for _, sb := range live {
+		id := sb.Labels[sandbox.LabelServer]
+		st, seen := states[id]
+		if !seen {
+			switch {
+			case id == "":
+				st = ServerUnknown
+			case id == self:
+				st = ServerDead
+			default:
+				if st, err = State(dir, id); err != nil {
+					errs = append(errs, err)
+					st = ServerRunning // when in doubt, leave it
+				}
+			}
+			states[id] = st
+		}
+		if st == ServerRunning || st == ServerUnknown && !all {
+			continue
+		}
+		if err := r.Terminate(ctx, sb); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("reap: terminate sandbox %s of server %s: %w", sb.ID, id, err))
+			failed[id] = true
+			continue
+		}
+		reaped[id]++
+	}
+	// Dead servers whose sandboxes are all gone need their claims no more.
+	ids, err := ServerIDs(dir)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, id := range ids {
+		if st, err := State(dir, id); err == nil && st == ServerDead && id != self && !failed[id] {
+			forget(dir, id)
+		}
+	}
+	return reaped, errors.Join(errs...)
+}

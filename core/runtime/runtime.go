@@ -51,9 +51,18 @@ type Options struct {
 	// request must name one).
 	ToolFormat string
 	// ServerID labels every sandbox (sandbox.LabelServer); when set, Open
-	// first reaps the sandboxes an earlier, killed instance of that id left.
+	// claims it (a lock in ServersDir, held while open, by which other
+	// servers and `agentenv sandboxes reap` know it runs), then reaps the
+	// sandboxes an earlier, killed instance of that id left, and those of
+	// any other server of ServersDir that is no longer running.
 	ServerID string
-	Logger   hclog.Logger // nil = no logging
+	// ServersDir holds the servers' claims ("" = DefaultServersDir()).
+	ServersDir string
+	// Warm is how many sandboxes of each env to keep deployed, ready and
+	// unused for resets to take (serve --warm); WarmLimit caps the live
+	// sandboxes the pool may bring about (serve: --max-concurrent-envs).
+	Warm, WarmLimit int
+	Logger          hclog.Logger // nil = no logging
 	// Plugins says where plugins are found (its Logger is set from Logger).
 	Plugins pluginhost.Options
 	// SandboxDriver and ToolFormats, when set, are used in place of plugins
@@ -70,8 +79,9 @@ type Runtime struct {
 	Engine  *episode.Engine
 	Sandbox sandbox.Driver
 	// Host runs the plugins; nil when every part was given in process.
-	Host *pluginhost.Host
-	log  hclog.Logger
+	Host  *pluginhost.Host
+	log   hclog.Logger
+	claim *claim
 }
 
 // Open loads the bundle in dir strictly, checks that its tasks can be
@@ -138,8 +148,15 @@ func Open(ctx context.Context, dir string, o Options) (_ *Runtime, err error) {
 	}
 	labels := map[string]string{}
 	if o.ServerID != "" {
+		dir := o.ServersDir
+		if dir == "" {
+			dir = DefaultServersDir()
+		}
+		if r.claim, err = Claim(dir, o.ServerID); err != nil {
+			return nil, err
+		}
 		labels[sandbox.LabelServer] = o.ServerID
-		r.reap(sctx, o.ServerID)
+		r.reap(sctx, dir, o.ServerID)
 	}
 	var combiner reward.Combiner
 	if rewardPlugin != "" {
@@ -160,6 +177,8 @@ func Open(ctx context.Context, dir string, o Options) (_ *Runtime, err error) {
 		RewardStep:        rewardStep,
 		Labels:            labels,
 		Logger:            log.Named("episode"),
+		Warm:              o.Warm,
+		WarmLimit:         o.WarmLimit,
 	}
 	if o.Tune != nil {
 		o.Tune(&cfg)
@@ -171,13 +190,19 @@ func Open(ctx context.Context, dir string, o Options) (_ *Runtime, err error) {
 }
 
 // reap terminates the sandboxes an earlier, killed instance of serverID
-// left. Failing to is logged, not fatal: a later start tries again.
-func (r *Runtime) reap(ctx context.Context, serverID string) {
-	n, err := Reap(ctx, r.Sandbox, serverID)
+// left, and those of other servers of dir that died. Failing to is logged,
+// not fatal: a later start tries again.
+func (r *Runtime) reap(ctx context.Context, dir, serverID string) {
+	reaped, err := ReapDead(ctx, r.Sandbox, dir, serverID, false)
+	for id, n := range reaped {
+		if id == serverID {
+			r.log.Info("reaped sandboxes an earlier run left behind", "server_id", id, "count", n)
+		} else {
+			r.log.Info("reaped sandboxes of a server that is no longer running", "server_id", id, "count", n)
+		}
+	}
 	if err != nil {
-		r.log.Warn("could not reap every sandbox an earlier run left", "server_id", serverID, "reaped", n, "error", err)
-	} else if n > 0 {
-		r.log.Info("reaped sandboxes an earlier run left behind", "server_id", serverID, "count", n)
+		r.log.Warn("could not reap every sandbox a dead server left", "server_id", serverID, "error", err)
 	}
 }
 
@@ -237,5 +262,6 @@ func (r *Runtime) Close(ctx context.Context) error {
 	if r.Host != nil {
 		err = errors.Join(err, r.Host.Close())
 	}
-	return err
+	// Last: the claim says "running" until every sandbox is gone.
+	return errors.Join(err, r.claim.Release(err == nil))
 }

@@ -87,7 +87,7 @@ func openRuntime(t *testing.T) *Runtime {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rt, err := Open(ctx, testBundle(t), Options{
-		SandboxConfig: cfg, ToolFormat: "hermes", ServerID: "runtime-test",
+		SandboxConfig: cfg, ToolFormat: "hermes", ServerID: "runtime-test", ServersDir: t.TempDir(),
 		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
 		Plugins: pluginhost.Options{
 			SelfExe: "/nonexistent/agentenv", SearchPath: []string{pluginDir}, Builtins: []string{},

@@ -3,11 +3,13 @@ module github.com/agentenv/agentenv/examples/gridsim
 go 1.26.0
 
 require (
+	github.com/agentenv/agentenv/client v0.0.0-00010101000000-000000000000
 	github.com/agentenv/agentenv/core v0.0.0-00010101000000-000000000000
 	github.com/agentenv/agentenv/plugins/sandbox-local v0.0.0-00010101000000-000000000000
 	github.com/agentenv/agentenv/plugins/toolformat-hermes v0.0.0-00010101000000-000000000000
 	github.com/agentenv/agentenv/sdk v0.0.0-00010101000000-000000000000
 	github.com/hashicorp/go-hclog v1.6.3
+	github.com/moby/moby/client v0.6.3
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 )
 
@@ -37,6 +39,7 @@ require (
 )
 
 replace (
+	github.com/agentenv/agentenv/client => ../../client
 	github.com/agentenv/agentenv/core => ../../core
 	github.com/agentenv/agentenv/plugins/sandbox-local => ../../plugins/sandbox-local
 	github.com/agentenv/agentenv/plugins/toolformat-hermes => ../../plugins/toolformat-hermes

@@ -131,7 +131,7 @@ func serve(t *testing.T) *served {
 	ln.Close()
 	s := &served{url: "http://" + addr, state: t.TempDir(), log: &syncBuffer{}, exited: make(chan struct{})}
 	s.cmd = exec.Command(agentenvBin, "serve", ".", "--reward", "mean", "--tool-format", "qwen3_coder",
-		"--addr", addr, "--sandbox-config", "state_dir="+s.state, "--max-concurrent-envs", "4")
+		"--addr", addr, "--sandbox-config", "state_dir="+s.state, "--sandbox-config", "mode=process", "--max-concurrent-envs", "4")
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,9 +1,18 @@
-// Package local is the sandbox plugin for this machine. In process mode (an
-// env that declares a command) it runs the env as a plain process on a free
-// loopback port, in its own process group and temp dir. Every sandbox has a
-// state file, written before the env starts, so a later plugin process can
-// list and terminate what an earlier one started, even one killed
-// mid-deploy. Docker mode (image-only envs) is not built yet.
+// Package local is the sandbox plugin for this machine. It runs each env
+// in one of two modes (config key mode; auto picks per env):
+//
+//   - Docker mode, for envs with an image: a container from the env's image
+//     (built by Prepare from the env's folder when the tag is missing), on a
+//     network of its own whose subnet comes from the plugin's address pool,
+//     its port published on 127.0.0.1 only, with cpu, memory and pids
+//     limits, no capabilities, no-new-privileges, an init process and a
+//     read-only root. Every container and network carries the host's labels,
+//     so List finds them whichever plugin process created them.
+//   - Process mode, for envs with a command: a plain process on a free
+//     loopback port, in its own process group and temp dir. Every sandbox
+//     has a state file, written before the env starts, so a later plugin
+//     process can list and terminate what an earlier one started, even one
+//     killed mid-deploy.
 package local
 
 import (
@@ -52,6 +61,43 @@ const configSchema = `{
       "type": "array",
       "items": {"type": "string"},
       "description": "Names of this process's environment variables passed to envs (PATH always is)."
+    },
+    "mode": {
+      "type": "string",
+      "enum": ["auto", "docker", "process"],
+      "description": "auto (default): an env with an image runs in Docker when the engine answers, else as a process; docker: every env in a container; process: every env as a process."
+    },
+    "docker_host": {
+      "type": "string",
+      "description": "The Docker engine's address, e.g. unix:///var/run/docker.sock (default: $DOCKER_HOST, else that socket)."
+    },
+    "subnet_base": {
+      "type": "string",
+      "description": "IPv4 prefix the per-sandbox networks' subnets are cut from (default 10.213.0.0/16)."
+    },
+    "subnet_size": {
+      "type": "integer",
+      "description": "Prefix length of each sandbox network's subnet (default 28: 4,096 networks in the default base)."
+    },
+    "pids_limit": {
+      "type": "integer",
+      "description": "Most processes a container may hold (default 512)."
+    },
+    "default_cpu": {
+      "type": "number",
+      "description": "Cores a container may use when env.toml sets no cpu (default 1)."
+    },
+    "default_memory_mb": {
+      "type": "integer",
+      "description": "Memory limit of a container when env.toml sets no memory_mb (default 1024)."
+    },
+    "tmpfs_mb": {
+      "type": "integer",
+      "description": "Size of the tmpfs mounted on /tmp in every container (default 64)."
+    },
+    "parallel_ops": {
+      "type": "integer",
+      "description": "Most container creations and removals run on the engine at once; more wait their turn (default 8)."
     }
   }
 }`
@@ -63,12 +109,24 @@ type Config struct {
 	ReadyTimeout config.Duration `json:"ready_timeout"`
 	BuildTimeout config.Duration `json:"build_timeout"`
 	PassEnv      []string        `json:"pass_env"`
+
+	Mode            string  `json:"mode"`
+	DockerHost      string  `json:"docker_host"`
+	SubnetBase      string  `json:"subnet_base"`
+	SubnetSize      int     `json:"subnet_size"`
+	PidsLimit       int64   `json:"pids_limit"`
+	DefaultCPU      float64 `json:"default_cpu"`
+	DefaultMemoryMB int64   `json:"default_memory_mb"`
+	TmpfsMB         int64   `json:"tmpfs_mb"`
+	ParallelOps     int     `json:"parallel_ops"`
 }
 
 // DefaultConfig is the configuration before Configure.
 func DefaultConfig() Config {
 	return Config{StateDir: defaultStateDir(), Grace: config.Duration(5 * time.Second),
-		ReadyTimeout: config.Duration(60 * time.Second), BuildTimeout: config.Duration(10 * time.Minute)}
+		ReadyTimeout: config.Duration(60 * time.Second), BuildTimeout: config.Duration(10 * time.Minute),
+		Mode: ModeAuto, SubnetBase: "10.213.0.0/16", SubnetSize: 28, PidsLimit: 512,
+		DefaultCPU: 1, DefaultMemoryMB: 1024, TmpfsMB: 64, ParallelOps: 8}
 }
 
 func defaultStateDir() string {
@@ -83,9 +141,11 @@ func defaultStateDir() string {
 type Plugin struct {
 	log hclog.Logger
 
-	mu    sync.Mutex
-	cfg   Config
-	procs map[string]*proc // sandboxes this process started, by id
+	mu     sync.Mutex
+	cfg    Config
+	procs  map[string]*proc  // sandboxes this process started, by id
+	docker *engine           // Docker mode under cfg
+	modes  map[string]string // the mode each env runs in, decided once
 }
 
 var _ sandbox.Plugin = (*Plugin)(nil)
@@ -93,11 +153,10 @@ var _ sdk.Configurer = (*Plugin)(nil)
 
 // New returns the local sandbox with the default configuration.
 func New() *Plugin {
-	return &Plugin{
-		log:   defaultLogger(),
-		cfg:   DefaultConfig(),
-		procs: map[string]*proc{},
-	}
+	p := &Plugin{log: defaultLogger(), cfg: DefaultConfig(), procs: map[string]*proc{}, modes: map[string]string{}}
+	pool, _ := newSubnetPool(p.cfg.SubnetBase, p.cfg.SubnetSize)
+	p.docker = newEngine("", pool, p.cfg.ParallelOps, p.log)
+	return p
 }
 
 // defaultLogger writes JSON to stderr, which the plugin host reads into its
@@ -111,7 +170,10 @@ func defaultLogger() hclog.Logger {
 }
 
 // SetLogger replaces the plugin's logger.
-func (p *Plugin) SetLogger(l hclog.Logger) { p.log = l }
+func (p *Plugin) SetLogger(l hclog.Logger) {
+	p.log = l
+	p.engine().log = l
+}
 
 // Info describes the plugin.
 func (p *Plugin) Info() sdk.Info {
@@ -120,7 +182,7 @@ func (p *Plugin) Info() sdk.Info {
 
 // Configure applies a configuration document (already checked against the
 // schema by the host; checked again here for direct callers).
-func (p *Plugin) Configure(_ context.Context, raw json.RawMessage) error {
+func (p *Plugin) Configure(ctx context.Context, raw json.RawMessage) error {
 	cfg := DefaultConfig()
 	if err := config.Decode("sandbox-local", raw, &cfg); err != nil {
 		return err
@@ -141,10 +203,32 @@ func (p *Plugin) Configure(_ context.Context, raw json.RawMessage) error {
 			return fmt.Errorf("sandbox-local config: pass_env entry %q is not a variable name", name)
 		}
 	}
+	switch {
+	case cfg.Mode != ModeAuto && cfg.Mode != ModeDocker && cfg.Mode != ModeProcess:
+		return fmt.Errorf("sandbox-local config: mode %q: use auto, docker or process", cfg.Mode)
+	case cfg.PidsLimit < 1 || cfg.DefaultCPU <= 0 || cfg.DefaultMemoryMB < 6 || cfg.TmpfsMB < 1 || cfg.ParallelOps < 1:
+		return fmt.Errorf("sandbox-local config: pids_limit, default_cpu, tmpfs_mb and parallel_ops must be positive and default_memory_mb at least 6 (Docker's floor)")
+	}
+	pool, err := newSubnetPool(cfg.SubnetBase, cfg.SubnetSize)
+	if err != nil {
+		return fmt.Errorf("sandbox-local config: %w", err)
+	}
 	p.mu.Lock()
+	old := p.docker
 	p.cfg = cfg
+	p.docker = newEngine(cfg.DockerHost, pool, cfg.ParallelOps, p.log)
+	p.modes = map[string]string{}
 	p.mu.Unlock()
+	old.close()
+	p.announce(ctx)
 	return nil
+}
+
+// engine is Docker mode under the current configuration.
+func (p *Plugin) engine() *engine {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.docker
 }
 
 func (p *Plugin) config() Config {
@@ -153,32 +237,67 @@ func (p *Plugin) config() Config {
 	return p.cfg
 }
 
-// Deploy runs spec's env. Only process mode exists so far: spec.Command
-// must be set.
+// Deploy runs spec's env, in a container or as a process (see modeFor).
 func (p *Plugin) Deploy(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
-	if err := runnable(spec); err != nil {
+	mode, err := p.envMode(ctx, spec)
+	if err != nil {
 		return sandbox.Sandbox{}, err
+	}
+	if mode == ModeDocker {
+		return p.deployDocker(ctx, spec)
 	}
 	return p.deployProcess(ctx, spec)
 }
 
-// runnable says why this sandbox cannot run spec's env, if it cannot.
-// Prepare checks it too, so serve refuses such an env at start.
-func runnable(spec sandbox.Spec) error {
-	if len(spec.Command) > 0 {
-		return nil
+// envMode is the mode spec's env runs in: decided at its first Prepare or
+// Deploy and kept, so an engine that comes or goes in mode auto never
+// splits one env's sandboxes (or its build) between modes.
+func (p *Plugin) envMode(ctx context.Context, spec sandbox.Spec) (string, error) {
+	key := spec.Env + "\x00" + spec.Dir + "\x00" + spec.Image
+	p.mu.Lock()
+	mode, ok := p.modes[key]
+	p.mu.Unlock()
+	if ok {
+		return mode, nil
 	}
-	if spec.Image != "" {
-		return fmt.Errorf("sandbox-local: env %q has only an image (%s); this version runs envs as processes only, so give the env a command in env.toml", spec.Env, spec.Image)
+	mode, err := p.modeFor(ctx, spec)
+	if err != nil {
+		return "", err
 	}
-	return fmt.Errorf("sandbox-local: env %q has no command to run", spec.Env)
+	p.mu.Lock()
+	if prev, ok := p.modes[key]; ok {
+		mode = prev
+	} else {
+		p.modes[key] = mode
+		p.log.Info("env mode", "env", spec.Env, "mode", mode, "image", spec.Image)
+	}
+	p.mu.Unlock()
+	return mode, nil
 }
 
-// List returns the live sandboxes whose labels include labels. Sandboxes
-// whose processes are gone are cleaned up on the way, and a sandbox whose
-// plugin was killed before it recorded the env's pid is found by its id in
-// the env's environment.
-func (p *Plugin) List(_ context.Context, labels map[string]string) ([]sandbox.Sandbox, error) {
+// List returns the live sandboxes whose labels include labels: the
+// engine's containers and networks of this plugin (whenever the engine
+// answers, whatever the mode), then the processes.
+func (p *Plugin) List(ctx context.Context, labels map[string]string) ([]sandbox.Sandbox, error) {
+	var out []sandbox.Sandbox
+	cli, err := p.engineForList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if cli != nil {
+		if out, err = p.listDocker(ctx, cli, labels); err != nil {
+			return nil, err
+		}
+	}
+	procs, err := p.listProcesses(labels)
+	return append(out, procs...), err
+}
+
+// listProcesses returns the live process sandboxes whose labels include
+// labels. Sandboxes whose processes are gone are cleaned up on the way, and
+// a sandbox whose plugin was killed before it recorded the env's pid is
+// found by its id in the env's environment.
+func (p *Plugin) listProcesses(labels map[string]string) ([]sandbox.Sandbox, error) {
 	cfg := p.config()
 	states, err := readStates(cfg.StateDir)
 	if err != nil {
@@ -250,11 +369,16 @@ func labelsMatch(have, want map[string]string) bool {
 	return true
 }
 
-// Terminate stops a sandbox: SIGTERM to its process group, SIGKILL after
-// the grace period, then removes its temp dir and state file. The handle is
-// enough: it works on sandboxes of an earlier plugin process too, even when
-// their state file is gone.
+// Terminate stops a sandbox and removes every trace of it. A container is
+// stopped (SIGTERM, SIGKILL after the grace period) and removed with its
+// network. A process gets SIGTERM to its process group, SIGKILL after the
+// grace period, then its temp dir and state file are removed. The handle
+// is enough: it works on sandboxes of an earlier plugin process too, even
+// when a process sandbox's state file is gone.
 func (p *Plugin) Terminate(ctx context.Context, sb sandbox.Sandbox) error {
+	if isDocker(sb.ID) {
+		return p.terminateDocker(ctx, sb)
+	}
 	cfg := p.config()
 	st, fileErr := readState(cfg.StateDir, sb.ID)
 	if fileErr != nil {

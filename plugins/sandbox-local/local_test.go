@@ -41,6 +41,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if left := cleanupDocker(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: Docker objects left behind (now removed): %v\n", left)
+		code = 1
+	}
 	if left := procsOf(testenvBin); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: testenv processes left behind: %v\n", left)
 		for _, pid := range left {
@@ -81,7 +85,9 @@ func newPlugin(t *testing.T, stateDir string, extra map[string]any) *Plugin {
 	t.Helper()
 	p := New()
 	p.SetLogger(hclog.NewNullLogger())
-	cfg := map[string]any{"state_dir": stateDir, "grace": "2s"}
+	// No engine unless a test asks for one: the process tests' Lists must
+	// not see containers other tests (or packages) run meanwhile.
+	cfg := map[string]any{"state_dir": stateDir, "grace": "2s", "docker_host": "unix://" + filepath.Join(stateDir, "no-docker.sock")}
 	for k, v := range extra {
 		cfg[k] = v
 	}
@@ -271,7 +277,7 @@ func TestDeployFailures(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			stateDir := t.TempDir()
-			p := newPlugin(t, stateDir, map[string]any{"grace": "200ms"})
+			p := newPlugin(t, stateDir, map[string]any{"grace": "200ms", "mode": "process"})
 			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
 			defer cancel()
 			_, err := p.Deploy(ctx, tc.spec)
@@ -455,7 +461,14 @@ func TestConfigure(t *testing.T) {
 		{`{"ready_timeout":"0s"}`, `ready_timeout and build_timeout must be positive`},
 		{`{"state_dir":""}`, `state_dir is empty`},
 		{`{"pass_env":["A=B"]}`, `pass_env entry "A=B"`},
-		{`{"colour":"red"}`, `unknown setting "colour"; the settings are: build_timeout, grace, pass_env, ready_timeout, state_dir`},
+		{`{"colour":"red"}`, `unknown setting "colour"; the settings are: build_timeout, default_cpu, default_memory_mb, docker_host, grace, mode, parallel_ops, pass_env, pids_limit, ready_timeout, state_dir, subnet_base, subnet_size, tmpfs_mb`},
+		{`{"mode":"vm"}`, `mode "vm": use auto, docker or process`},
+		{`{"pids_limit":0}`, `pids_limit, default_cpu, tmpfs_mb and parallel_ops must be positive`},
+		{`{"default_memory_mb":4}`, `default_memory_mb at least 6`},
+		{`{"subnet_base":"10.1.2.3/16"}`, `did you mean 10.1.0.0/16?`},
+		{`{"subnet_base":"fd00::/64"}`, `give an IPv4 prefix`},
+		{`{"subnet_size":12}`, `subnet_size 12: must be between the base's /16 and /29`},
+		{`{"subnet_base":"10.0.0.0/8","subnet_size":29}`, `more than 1048576 networks`},
 		{`[1]`, `sandbox-local config`},
 	}
 	for _, tc := range tests {

@@ -55,7 +55,7 @@ func TestConformance(t *testing.T) {
 func TestPluginSubprocess(t *testing.T) {
 	bin := sdktest.Build(t, "./cmd/agentenv-sandbox-local")
 	stateDir := t.TempDir()
-	cfg, _ := json.Marshal(map[string]string{"state_dir": stateDir, "grace": "2s"})
+	cfg, _ := json.Marshal(map[string]string{"state_dir": stateDir, "grace": "2s", "mode": "process"})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 

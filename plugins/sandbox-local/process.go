@@ -274,9 +274,13 @@ func waitGone(ctx context.Context, gone func() bool, pr *proc, d time.Duration) 
 	}
 }
 
-// Exec runs cmd in the sandbox's working dir with the env's environment,
-// as a plain subprocess in its own process group.
+// Exec runs cmd in the sandbox: in its container (execDocker), or in a
+// process sandbox's working dir with the env's environment, as a plain
+// subprocess in its own process group.
 func (p *Plugin) Exec(ctx context.Context, sb sandbox.Sandbox, cmd []string) (sandbox.ExecResult, error) {
+	if isDocker(sb.ID) {
+		return p.execDocker(ctx, sb, cmd)
+	}
 	id := sb.ID
 	st, err := readState(p.config().StateDir, id)
 	if err != nil {
@@ -464,10 +468,13 @@ func randUint32() uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
 
-func newID() string {
+func newID() string { return "local-" + newHex() }
+
+// newHex is 16 random hex digits: the random part of sandbox ids.
+func newHex() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return "local-" + hex.EncodeToString(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func copyLabels(in map[string]string) map[string]string {

@@ -64,8 +64,9 @@ func TestPrepareRunsOncePerEnv(t *testing.T) {
 }
 
 func TestPrepareCutShortIsRetried(t *testing.T) {
+	// Cut short while it runs (a context cancelled before the call may
+	// not reach Prepare at all: the wait for the env's turn sees it first).
 	ctx, cancel := context.WithCancel(context.Background())
-	// Cut short while it runs (the caller went away mid-build).
 	cp := &countingPreparer{err: func(ctx context.Context) error { cancel(); return ctx.Err() }}
 	p := &preparer{impl: cp, envs: map[string]*prepared{}}
 	if err := p.prepare(ctx, Spec{Env: "a"}); !errors.Is(err, context.Canceled) {

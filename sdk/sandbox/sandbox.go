@@ -59,6 +59,9 @@ const (
 	// LabelDeploy is a nonce unique to one Deploy call, so the host can find
 	// what a Deploy that failed or timed out left behind.
 	LabelDeploy = "agentenv.deploy"
+	// LabelCreated is when the host asked for the deploy (RFC 3339, UTC):
+	// `agentenv sandboxes list` shows a sandbox's age from it.
+	LabelCreated = "agentenv.created"
 )
 
 // Variables every sandbox sets in the env's environment, besides
@@ -87,8 +90,8 @@ type Spec struct {
 	// MemoryMB is the memory limit; 0 = the sandbox's default.
 	MemoryMB int
 	// Labels go on every object the sandbox creates; List filters on them.
-	// The host always sets LabelServer, LabelEpisode, LabelTask and
-	// LabelDeploy.
+	// The host always sets LabelEpisode, LabelTask, LabelDeploy and
+	// LabelCreated, and LabelServer when it serves.
 	Labels map[string]string
 }
 

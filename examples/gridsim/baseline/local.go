@@ -49,14 +49,18 @@ func LocalEngine(ctx context.Context, dir, stateDir string, log hclog.Logger) (*
 	if log != nil {
 		sb.SetLogger(log.Named("sandbox-local"))
 	}
+	// Process mode even where Docker runs: the baselines measure the
+	// policies, not the sandbox.
+	settings := map[string]string{"mode": "process"}
 	if stateDir != "" {
-		cfg, err := json.Marshal(map[string]string{"state_dir": stateDir})
-		if err != nil {
-			return nil, fmt.Errorf("configuring the local sandbox: %w", err)
-		}
-		if err := sb.Configure(ctx, cfg); err != nil {
-			return nil, fmt.Errorf("configuring the local sandbox: %w", err)
-		}
+		settings["state_dir"] = stateDir
+	}
+	cfg, err := json.Marshal(settings)
+	if err != nil {
+		return nil, fmt.Errorf("configuring the local sandbox: %w", err)
+	}
+	if err := sb.Configure(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("configuring the local sandbox: %w", err)
 	}
 	formats := func(name string) (toolformat.Parser, error) {
 		if name != "hermes" {

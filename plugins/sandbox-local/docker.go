@@ -1,0 +1,227 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/moby/moby/client"
+
+	"github.com/agentenv/agentenv/sdk/sandbox"
+)
+
+// Modes of the plugin (config key mode).
+const (
+	ModeAuto    = "auto"    // Docker for envs with an image when the engine answers, else process
+	ModeDocker  = "docker"  // every env in a container
+	ModeProcess = "process" // every env as a plain process
+)
+
+// dockerPrefix starts the id of every Docker-mode sandbox, and
+// objectPrefix the name of its container and network.
+const (
+	dockerPrefix = "docker-"
+	objectPrefix = "agentenv-"
+)
+
+// LabelSandbox is put on every container and network of a Docker-mode
+// sandbox, besides the host's labels: its value is the sandbox id, and its
+// presence marks the object as this plugin's.
+const LabelSandbox = "agentenv.sandbox"
+
+// pingTimeout bounds one check that the engine answers.
+const pingTimeout = 3 * time.Second
+
+// recheckAfter is how long a failed engine check stands before the next
+// call tries again (mode docker: the engine may come up later).
+const recheckAfter = 2 * time.Second
+
+// engine is the Docker side of the plugin for one configuration: the
+// client (once the engine answered), the address pool, and what Prepare
+// learnt of each image.
+type engine struct {
+	host    string // "" = $DOCKER_HOST, else the default socket
+	subnets *subnetPool
+	log     hclog.Logger
+	// busy bounds the engine operations in flight (creating and starting,
+	// removing): an engine handed hundreds at once serves them all slowly
+	// (lock contention, a port proxy and a layer copy each), so that
+	// deploys run past their deadlines; in turns, each is quick.
+	busy chan struct{}
+
+	mu      sync.Mutex
+	cli     *client.Client
+	version string // the engine's version, for the log
+	err     error  // why the engine did not answer at the last check
+	checked time.Time
+	loaded  bool // the pool knows the engine's networks
+	images  map[string]imageInfo
+}
+
+func newEngine(host string, subnets *subnetPool, parallel int, log hclog.Logger) *engine {
+	return &engine{host: host, subnets: subnets, log: log, busy: make(chan struct{}, parallel), images: map[string]imageInfo{}}
+}
+
+// turn waits for a turn to run engine operations; release it when done.
+func (e *engine) turn(ctx context.Context) (release func(), _ error) {
+	select {
+	case e.busy <- struct{}{}:
+		return func() { <-e.busy }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the engine (%d operations in flight): %w", cap(e.busy), ctx.Err())
+	}
+}
+
+// where names the engine's address for messages.
+func (e *engine) where() string {
+	if e.host != "" {
+		return e.host
+	}
+	return "$DOCKER_HOST or " + client.DefaultDockerHost
+}
+
+// client returns the engine's client once the engine answers a ping,
+// negotiating the API version down to the engine's (Debian's 20.10 speaks
+// 1.41). A failed check is remembered for recheckAfter.
+func (e *engine) client(ctx context.Context) (*client.Client, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cli != nil {
+		return e.cli, nil
+	}
+	if e.err != nil && time.Since(e.checked) < recheckAfter {
+		return nil, e.err
+	}
+	e.checked = time.Now()
+	opts := []client.Opt{client.FromEnv}
+	if e.host != "" {
+		opts = append(opts, client.WithHost(e.host))
+	}
+	cli, err := client.New(opts...)
+	if err != nil {
+		e.err = fmt.Errorf("the Docker engine at %s: %w", e.where(), err)
+		return nil, e.err
+	}
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	ping, err := cli.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true})
+	if err != nil {
+		cli.Close()
+		e.err = fmt.Errorf("the Docker engine at %s does not answer: %w", e.where(), err)
+		return nil, e.err
+	}
+	if v, err := cli.ServerVersion(pctx, client.ServerVersionOptions{}); err == nil {
+		e.version = v.Version
+	}
+	e.log.Debug("docker engine answers", "api", ping.APIVersion, "client_api", cli.ClientVersion())
+	e.cli, e.err = cli, nil
+	return cli, nil
+}
+
+// ready reports whether the engine answers, checking at most once per
+// recheckAfter; err says why not.
+func (e *engine) ready(ctx context.Context) (bool, error) {
+	_, err := e.client(ctx)
+	return err == nil, err
+}
+
+func (e *engine) close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cli != nil {
+		e.cli.Close()
+		e.cli = nil
+	}
+}
+
+// announce logs the mode the plugin runs in, checking the engine for the
+// modes that use it: the one line that says where envs will run.
+func (p *Plugin) announce(ctx context.Context) {
+	cfg := p.config()
+	eng := p.engine()
+	switch cfg.Mode {
+	case ModeProcess:
+		p.log.Info("mode process: every env runs as a plain process on this machine")
+		return
+	}
+	ok, err := eng.ready(ctx)
+	switch {
+	case ok:
+		eng.mu.Lock()
+		version := eng.version
+		eng.mu.Unlock()
+		what := "envs with an image run in containers, others as processes"
+		if cfg.Mode == ModeDocker {
+			what = "every env runs in a container"
+		}
+		p.log.Info("mode "+cfg.Mode+": "+what, "docker", eng.where(), "engine", version,
+			"api", eng.cli.ClientVersion(), "subnets", eng.subnets.base.String(), "subnet_size", eng.subnets.size,
+			"networks", eng.subnets.capacity())
+	case cfg.Mode == ModeDocker:
+		p.log.Warn("mode docker, but the Docker engine does not answer: deploys fail until it does", "error", err)
+	default:
+		p.log.Info("mode auto: no Docker engine, so every env runs as a plain process", "docker", eng.where(), "reason", err)
+	}
+}
+
+// modeFor says how env spec runs: ModeDocker or ModeProcess, or why it
+// cannot run here.
+func (p *Plugin) modeFor(ctx context.Context, spec sandbox.Spec) (string, error) {
+	cfg := p.config()
+	noCommand := func(why string) error {
+		if spec.Image != "" {
+			return fmt.Errorf("sandbox-local: env %q has only an image (%s) and %s; give the env a command in env.toml to run it as a process", spec.Env, spec.Image, why)
+		}
+		return fmt.Errorf("sandbox-local: env %q has no command to run", spec.Env)
+	}
+	switch cfg.Mode {
+	case ModeProcess:
+		if len(spec.Command) == 0 {
+			return "", noCommand("mode is process")
+		}
+		return ModeProcess, nil
+	case ModeDocker:
+		if spec.Image == "" {
+			return "", fmt.Errorf("sandbox-local: env %q has no image, and mode is docker; give it an image in env.toml, or set mode to auto or process", spec.Env)
+		}
+		if _, err := p.engine().client(ctx); err != nil {
+			return "", fmt.Errorf("sandbox-local: env %q (mode docker): %w; start the engine, or set mode to process", spec.Env, err)
+		}
+		return ModeDocker, nil
+	}
+	if spec.Image != "" {
+		ok, err := p.engine().ready(ctx)
+		if ok {
+			return ModeDocker, nil
+		}
+		if len(spec.Command) == 0 {
+			return "", noCommand(err.Error())
+		}
+	}
+	if len(spec.Command) == 0 {
+		return "", noCommand("")
+	}
+	return ModeProcess, nil
+}
+
+// engineForList is the engine when List and reaping should look at it:
+// always in mode docker (an error if it does not answer), in mode auto
+// and process only when it answers (a server that ran in Docker mode and
+// restarts in process mode still reaps its containers).
+func (p *Plugin) engineForList(ctx context.Context) (*client.Client, error) {
+	cli, err := p.engine().client(ctx)
+	if err != nil {
+		if p.config().Mode == ModeDocker {
+			return nil, fmt.Errorf("sandbox-local: listing containers: %w", err)
+		}
+		return nil, nil
+	}
+	return cli, nil
+}
+
+// isDocker says whether a handle is a Docker-mode sandbox's.
+func isDocker(id string) bool {
+	return len(id) > len(dockerPrefix) && id[:len(dockerPrefix)] == dockerPrefix
+}

@@ -1,0 +1,70 @@
+package local
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/agentenv/agentenv/plugins/sandbox-local/dockertest"
+	"github.com/agentenv/agentenv/sdk/sandbox"
+)
+
+// Which mode an env runs in, with no engine to talk to (a socket that does
+// not exist): auto falls back to processes, docker refuses with the reason.
+func TestModeWithoutEngine(t *testing.T) {
+	noEngine := "unix://" + t.TempDir() + "/no-docker.sock"
+	both := sandbox.Spec{Env: "both", Image: "x:1", Command: []string{"./x"}}
+	imageOnly := sandbox.Spec{Env: "img", Image: "x:1"}
+	commandOnly := sandbox.Spec{Env: "cmd", Command: []string{"./x"}}
+	tests := []struct {
+		mode    string
+		spec    sandbox.Spec
+		want    string // the mode, or a piece of the error
+		wantErr bool
+	}{
+		{"auto", both, ModeProcess, false},
+		{"auto", commandOnly, ModeProcess, false},
+		{"auto", imageOnly, "does not answer", true},
+		{"auto", sandbox.Spec{Env: "none"}, "no command to run", true},
+		{"docker", both, "start the engine, or set mode to process", true},
+		{"docker", commandOnly, "has no image, and mode is docker", true},
+		{"process", both, ModeProcess, false},
+		{"process", imageOnly, "mode is process", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.mode+"/"+tc.spec.Env, func(t *testing.T) {
+			p := newPlugin(t, t.TempDir(), map[string]any{"mode": tc.mode, "docker_host": noEngine})
+			got, err := p.modeFor(context.Background(), tc.spec)
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.spec.Env) {
+					t.Fatalf("modeFor = %q, %v; want an error naming the env and saying %q", got, err, tc.want)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("modeFor = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// With the engine answering, auto runs an env with an image in Docker,
+// and keeps an env's mode once decided.
+func TestModeAutoWithEngine(t *testing.T) {
+	dockertest.Client(t)
+	p := newPlugin(t, t.TempDir(), map[string]any{"docker_host": ""})
+	both := sandbox.Spec{Env: "both", Image: "x:1", Command: []string{"./x"}}
+	if got, err := p.envMode(context.Background(), both); err != nil || got != ModeDocker {
+		t.Fatalf("auto with an engine: %q %v, want docker", got, err)
+	}
+	if got, _ := p.envMode(context.Background(), sandbox.Spec{Env: "cmd", Command: []string{"./x"}}); got != ModeProcess {
+		t.Fatalf("auto, no image: %q, want process", got)
+	}
+	// The engine going away later does not move a decided env.
+	p.engine().mu.Lock()
+	p.engine().host = "unix:///nonexistent"
+	p.engine().mu.Unlock()
+	if got, _ := p.envMode(context.Background(), both); got != ModeDocker {
+		t.Fatalf("a decided env changed mode: %q", got)
+	}
+}
