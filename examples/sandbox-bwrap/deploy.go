@@ -10,18 +10,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
+	"github.com/agentenv/agentenv/sdk/sandbox/hostenv"
 )
 
 // EnvEnvDir is the variable holding the env's folder in its bundle (the
 // env runs in a work folder of its own).
-const EnvEnvDir = "AGENTENV_ENV_DIR"
+const EnvEnvDir = hostenv.EnvEnvDir
 
 // keeper is a sandbox's keeper process, when this plugin process started it.
 type keeper struct {
@@ -56,24 +56,8 @@ func (p *plugin) Prepare(ctx context.Context, spec sandbox.Spec) error {
 	// The build runs on the host, as the bundle's author wrote it (it may
 	// need the network and the Go or pip caches); the env it builds is
 	// what runs sandboxed.
-	cfg := p.config()
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(cfg.BuildTimeout))
-	defer cancel()
-	argv := resolve(spec.Dir, spec.Build)
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = spec.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	p.log.Info("building env", "env", spec.Env, "command", spec.Build)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		if ctx.Err() != nil {
-			// Wrapped so the SDK tells a build cut short by its caller
-			// (tried again) from one that ran out of build_timeout.
-			err = fmt.Errorf("%w (build_timeout %s): %w", err, time.Duration(cfg.BuildTimeout), ctx.Err())
-		}
-		return fmt.Errorf("%s: building env %q (%q in %s): %w%s", pluginID, spec.Env, spec.Build, spec.Dir, err, quoteOutput(string(out)))
+	if err := hostenv.Build(ctx, p.log, spec, time.Duration(p.config().BuildTimeout)); err != nil {
+		return fmt.Errorf("%s: %w", pluginID, err)
 	}
 	return nil
 }
@@ -103,7 +87,7 @@ func (p *plugin) checkBwrap() error {
 		}
 		out, err := exec.Command(path, "--ro-bind", "/", "/", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--cap-drop", "ALL", "--", "true").CombinedOutput()
 		if err != nil {
-			p.bwrapOK = fmt.Errorf("%s: %s cannot make a sandbox here: %w%s (unprivileged users need user namespaces: sysctl kernel.unprivileged_userns_clone=1, or an AppArmor profile allowing bwrap)", pluginID, path, err, quoteOutput(string(out)))
+			p.bwrapOK = fmt.Errorf("%s: %s cannot make a sandbox here: %w%s (unprivileged users need user namespaces: sysctl kernel.unprivileged_userns_clone=1, or an AppArmor profile allowing bwrap)", pluginID, path, err, hostenv.OutputTail(string(out)))
 		}
 	})
 	return p.bwrapOK
@@ -144,7 +128,7 @@ func (p *plugin) start(ctx context.Context, spec sandbox.Spec, cfg Config) (_ sa
 	fail := func(err error) (sandbox.Sandbox, bool, error) {
 		return sandbox.Sandbox{}, false, fmt.Errorf("%s: env %q: %w", pluginID, spec.Env, err)
 	}
-	port, err := allocPort(cfg.StateDir, id)
+	port, err := ports(cfg.StateDir).Alloc(id)
 	if err != nil {
 		return fail(err)
 	}
@@ -171,7 +155,7 @@ func (p *plugin) start(ctx context.Context, spec sandbox.Spec, cfg Config) (_ sa
 		Endpoint: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		Labels:   spec.Labels, Started: time.Now().UTC(), Layout: lay,
 		Command: spec.Command,
-		Environ: environ(cfg.PassEnv, spec, envPort, id),
+		Environ: hostenv.Environ(cfg.PassEnv, spec, hostenv.Vars{Port: envPort, ID: id, Home: sbWork, Tmp: sbTmp}),
 	}
 	// The state file comes first: a plugin killed from here on leaves a
 	// record by which the next one finds the folder and the keeper.
@@ -221,10 +205,10 @@ func (p *plugin) start(ctx context.Context, spec sandbox.Spec, cfg Config) (_ sa
 			p.log.Error("stopping an env that failed to start", "id", id, "error", err)
 		}
 		<-k.done
-		out := tail(filepath.Join(root, "env.log"), 2048)
+		out := hostenv.FileTail(filepath.Join(root, "env.log"), 2048)
 		p.forget(st)
 		lost := strings.Contains(out, "address already in use")
-		return sandbox.Sandbox{}, lost, fmt.Errorf("%s: env %q (%q): %w%s", pluginID, spec.Env, spec.Command, why, quoteOutput(out))
+		return sandbox.Sandbox{}, lost, fmt.Errorf("%s: env %q (%q): %w%s", pluginID, spec.Env, spec.Command, why, hostenv.OutputTail(out))
 	}
 	if err := writeState(cfg.StateDir, st); err != nil {
 		return failStarted(err)
@@ -268,7 +252,7 @@ func (p *plugin) keeperArgs(st *state, cfg Config, envPort int) ([]string, error
 	if !cfg.Network {
 		argv = append(argv, sbRelay, "relay", "--sock", filepath.Join(sbRun, "relay.sock"), "--port", strconv.Itoa(envPort), "--")
 	}
-	return append(argv, resolve(st.Layout.EnvDir, st.Command)...), nil
+	return append(argv, hostenv.ResolveCommand(st.Layout.EnvDir, st.Command)...), nil
 }
 
 // waitReady returns once the env accepts connections (through the relay,
@@ -320,85 +304,8 @@ func exitText(err error) string {
 	return err.Error()
 }
 
-// environ is the env's environment: PATH, the variables pass_env names,
-// the env's own, then agentenv's, which win.
-func environ(pass []string, spec sandbox.Spec, port int, id string) []string {
-	path := os.Getenv("PATH")
-	if path == "" {
-		path = "/usr/local/bin:/usr/bin:/bin"
-	}
-	env := []string{"PATH=" + path}
-	for _, name := range pass {
-		if v, ok := os.LookupEnv(name); ok {
-			env = append(env, name+"="+v)
-		}
-	}
-	keys := make([]string, 0, len(spec.EnvVars))
-	for k := range spec.EnvVars {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		env = append(env, k+"="+spec.EnvVars[k])
-	}
-	return append(env,
-		sandbox.EnvPort+"="+strconv.Itoa(port),
-		sandbox.EnvSandboxID+"="+id,
-		EnvEnvDir+"="+spec.Dir,
-		"HOME="+sbWork,
-		"TMPDIR="+sbTmp,
-	)
-}
-
-// resolve makes a relative program path (one with a slash) relative to
-// the env's folder; a bare name is looked up on PATH.
-func resolve(dir string, argv []string) []string {
-	out := append([]string(nil), argv...)
-	if strings.Contains(out[0], "/") && !filepath.IsAbs(out[0]) {
-		out[0] = filepath.Join(dir, out[0])
-	}
-	return out
-}
-
 func newID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return "bwrap-" + hex.EncodeToString(b[:])
-}
-
-// quoteOutput is a command's output for an error message, or nothing.
-func quoteOutput(out string) string {
-	out = strings.TrimSpace(out)
-	if out == "" {
-		return ""
-	}
-	if len(out) > 2000 {
-		out = "..." + out[len(out)-2000:]
-	}
-	return "; its output ends:\n" + out
-}
-
-// tail is the end of a file, from a line start.
-func tail(path string, n int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	off := max(info.Size()-n, 0)
-	buf := make([]byte, info.Size()-off)
-	if _, err := f.ReadAt(buf, off); err != nil {
-		return ""
-	}
-	s := string(buf)
-	if off > 0 {
-		if i := strings.IndexByte(s, '\n'); i >= 0 {
-			s = s[i+1:]
-		}
-	}
-	return s
 }

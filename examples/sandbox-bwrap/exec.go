@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
+	"github.com/agentenv/agentenv/sdk/sandbox/hostenv"
 )
 
 // execOutputMax bounds each of a command's stdout and stderr.
@@ -46,13 +46,12 @@ func (p *plugin) Exec(ctx context.Context, sb sandbox.Sandbox, cmd []string) (sa
 	if lim := st.Layout.Limits.limitArgs(); len(lim) > 0 {
 		argv = append(append(append([]string{p.exe, "limit"}, lim...), "--"), bwrap)
 	}
-	argv = append(append(argv, box...), resolve(st.Layout.EnvDir, cmd)...)
+	argv = append(append(argv, box...), hostenv.ResolveCommand(st.Layout.EnvDir, cmd)...)
 
 	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	c.Env = st.Environ
-	var stdout, stderr capped
-	stdout.max, stderr.max = execOutputMax, execOutputMax
-	c.Stdout, c.Stderr = &stdout, &stderr
+	stdout, stderr := hostenv.NewCappedBuffer(execOutputMax), hostenv.NewCappedBuffer(execOutputMax)
+	c.Stdout, c.Stderr = stdout, stderr
 	// Killing bwrap kills its sandbox (--die-with-parent inside it); the
 	// output pipes then close, since nothing in the sandbox is left.
 	c.WaitDelay = time.Second
@@ -79,29 +78,4 @@ func runLocked(c *exec.Cmd) error {
 		done <- c.Run()
 	}()
 	return <-done
-}
-
-// capped keeps the first max bytes written and drops the rest.
-type capped struct {
-	bytes.Buffer
-	max       int
-	truncated bool
-}
-
-func (b *capped) Write(p []byte) (int, error) {
-	if room := b.max - b.Len(); room < len(p) {
-		b.truncated = true
-		if room > 0 {
-			b.Buffer.Write(p[:room])
-		}
-		return len(p), nil
-	}
-	return b.Buffer.Write(p)
-}
-
-func (b *capped) String() string {
-	if b.truncated {
-		return b.Buffer.String() + "\n[output truncated]"
-	}
-	return b.Buffer.String()
 }

@@ -132,7 +132,7 @@ func TestTerminateLeavesNothing(t *testing.T) {
 			t.Errorf("process %d (%q) of the sandbox outlived Terminate", pid, cmdline)
 		}
 	}
-	for _, path := range []string{sandboxRoot(dir, sb.ID), statePath(dir, sb.ID), portFile(dir, h.Port)} {
+	for _, path := range []string{sandboxRoot(dir, sb.ID), statePath(dir, sb.ID), ports(dir).Path(h.Port)} {
 		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s left after Terminate", path)
 		}

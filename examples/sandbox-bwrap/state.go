@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
+	"github.com/agentenv/agentenv/sdk/sandbox/hostenv"
 )
 
 // handle is what a sandbox's handle (sandbox.Sandbox.State) carries: what
@@ -59,29 +60,14 @@ var validID = regexp.MustCompile(`^bwrap-[0-9a-f]{16}$`)
 
 func statePath(dir, id string) string { return filepath.Join(dir, id+stateExt) }
 
-// writeState writes st's file through a temp file and a rename, so no
-// reader sees half of it.
+// writeState writes st's file through a temp file and a rename (0600), so
+// no reader sees half of it.
 func writeState(dir string, st *state) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("state dir %s: %w", dir, err)
-	}
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+st.ID+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("state file of %s: %w", st.ID, err)
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), statePath(dir, st.ID))
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if err := hostenv.WriteFileAtomic(statePath(dir, st.ID), data); err != nil {
 		return fmt.Errorf("state file of %s: %w", st.ID, err)
 	}
 	return nil
@@ -134,11 +120,7 @@ func readStates(dir string) ([]*state, error) {
 
 func (st *state) sandbox() sandbox.Sandbox {
 	raw, _ := json.Marshal(st.handle)
-	labels := make(map[string]string, len(st.Labels))
-	for k, v := range st.Labels {
-		labels[k] = v
-	}
-	return sandbox.Sandbox{ID: st.ID, Endpoint: st.Endpoint, Labels: labels, State: raw}
+	return sandbox.Sandbox{ID: st.ID, Endpoint: st.Endpoint, Labels: hostenv.CopyLabels(st.Labels), State: raw}
 }
 
 // fromHandle rebuilds what a handle carries, for a sandbox whose state

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
+	"github.com/agentenv/agentenv/sdk/sandbox/hostenv"
 )
 
 // killWait bounds how long a killed sandbox may take to disappear.
@@ -124,7 +125,7 @@ func (p *plugin) List(_ context.Context, labels map[string]string) ([]sandbox.Sa
 			p.forget(st)
 			continue
 		}
-		if matches(st.Labels, labels) {
+		if hostenv.LabelsMatch(st.Labels, labels) {
 			out = append(out, st.sandbox())
 		}
 	}
@@ -152,15 +153,6 @@ func (p *plugin) adopt(st *state, readyTimeout time.Duration) bool {
 	return false
 }
 
-func matches(have, want map[string]string) bool {
-	for k, v := range want {
-		if got, ok := have[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
-}
-
 // forget removes every trace of a sandbox that has stopped.
 func (p *plugin) forget(st *state) {
 	cfg := p.config()
@@ -175,7 +167,7 @@ func (p *plugin) forget(st *state) {
 		p.log.Warn("removing a sandbox's state", "id", st.ID, "error", err)
 	}
 	if st.Port != 0 {
-		releasePort(cfg.StateDir, st.Port, st.ID)
+		ports(cfg.StateDir).Release(st.Port, st.ID)
 	}
 	p.mu.Lock()
 	delete(p.mine, st.ID)

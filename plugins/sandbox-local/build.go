@@ -3,12 +3,10 @@ package local
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
+	"github.com/agentenv/agentenv/sdk/sandbox/hostenv"
 )
 
 var _ sandbox.Preparer = (*Plugin)(nil)
@@ -31,41 +29,8 @@ func (p *Plugin) Prepare(ctx context.Context, spec sandbox.Spec) error {
 // runBuild runs the env's build command (env.toml `build`) in its folder,
 // in a process group of its own, within build_timeout.
 func (p *Plugin) runBuild(ctx context.Context, spec sandbox.Spec) error {
-	if len(spec.Build) == 0 {
-		return nil
+	if err := hostenv.Build(ctx, p.log, spec, time.Duration(p.config().BuildTimeout)); err != nil {
+		return fmt.Errorf("sandbox-local: %w", err)
 	}
-	cfg := p.config()
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(cfg.BuildTimeout))
-	defer cancel()
-	argv := resolveCommand(spec.Dir, spec.Build)
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = spec.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	start := time.Now()
-	p.log.Info("building env", "env", spec.Env, "command", spec.Build, "dir", spec.Dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		if ctx.Err() != nil {
-			// Wrapped so the SDK tells a build the caller cut short (tried
-			// again) from one that ran out of build_timeout (not retried).
-			err = fmt.Errorf("%w (build_timeout %s): %w", err, time.Duration(cfg.BuildTimeout), ctx.Err())
-		}
-		return fmt.Errorf("sandbox-local: building env %q (%q in %s): %w%s", spec.Env, spec.Build, spec.Dir, err, outputTail(out))
-	}
-	p.log.Info("built env", "env", spec.Env, "took", time.Since(start).String())
 	return nil
-}
-
-// outputTail is the end of a command's output, for error messages.
-func outputTail(out []byte) string {
-	s := strings.TrimSpace(string(out))
-	if s == "" {
-		return ""
-	}
-	if len(s) > 2000 {
-		s = "..." + s[len(s)-2000:]
-	}
-	return "; output:\n" + s
 }

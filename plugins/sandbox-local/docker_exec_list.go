@@ -12,6 +12,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
+	"github.com/agentenv/agentenv/sdk/sandbox/hostenv"
 )
 
 // execDocker runs cmd in the sandbox's container (as the image's user, in
@@ -51,9 +52,8 @@ func (p *Plugin) execDocker(ctx context.Context, sb sandbox.Sandbox, cmd []strin
 	// container until it exits or the sandbox is terminated.
 	stop := context.AfterFunc(ctx, att.Close)
 	defer stop()
-	var stdout, stderr cappedBuffer
-	stdout.max, stderr.max = 1<<20, 1<<20
-	_, copyErr := stdcopy.StdCopy(&stdout, &stderr, att.Reader)
+	stdout, stderr := hostenv.NewCappedBuffer(execOutputMax), hostenv.NewCappedBuffer(execOutputMax)
+	_, copyErr := stdcopy.StdCopy(stdout, stderr, att.Reader)
 	res := sandbox.ExecResult{Stdout: stdout.String(), Stderr: stderr.String()}
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("sandbox-local: exec %q in %s: %w", cmd, sb.ID, ctx.Err())
@@ -92,7 +92,7 @@ func (p *Plugin) listDocker(ctx context.Context, cli *client.Client, labels map[
 	byID := map[string]*found{}
 	get := func(id string, lbl map[string]string) *found {
 		if byID[id] == nil {
-			l := copyLabels(lbl)
+			l := hostenv.CopyLabels(lbl)
 			delete(l, LabelSandbox)
 			byID[id] = &found{sb: sandbox.Sandbox{ID: id, Labels: l}}
 		}

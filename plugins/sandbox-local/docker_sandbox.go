@@ -22,6 +22,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
+	"github.com/agentenv/agentenv/sdk/sandbox/hostenv"
 )
 
 // dockerHandle is the State of a Docker-mode handle: the ids a later plugin
@@ -72,7 +73,7 @@ func (p *Plugin) deployDocker(ctx context.Context, spec sandbox.Spec) (sandbox.S
 	}
 	id := dockerPrefix + newHex()
 	name := objectPrefix + id
-	labels := copyLabels(spec.Labels)
+	labels := hostenv.CopyLabels(spec.Labels)
 	labels[LabelSandbox] = id
 	var h dockerHandle
 	queued := time.Now()
@@ -134,7 +135,7 @@ func (p *Plugin) deployDocker(ctx context.Context, spec sandbox.Spec) (sandbox.S
 		return undo(err)
 	}
 	addr := net.JoinHostPort(localhost.String(), strconv.Itoa(hostPort))
-	sb := sandbox.Sandbox{ID: id, Endpoint: "http://" + addr, Labels: copyLabels(spec.Labels), State: h.state()}
+	sb := sandbox.Sandbox{ID: id, Endpoint: "http://" + addr, Labels: hostenv.CopyLabels(spec.Labels), State: h.state()}
 	p.log.Info("deployed", "id", id, "env", spec.Env, "container", shortID(created.ID), "subnet", h.Subnet,
 		"endpoint", sb.Endpoint, "queued", waited.String(), "listening_after", time.Since(began).String())
 	return sb, nil
@@ -339,9 +340,8 @@ func containerLogs(ctx context.Context, cli *client.Client, id string) string {
 		return ""
 	}
 	defer rc.Close()
-	var out cappedBuffer
-	out.max = 4096
-	_, _ = stdcopy.StdCopy(&out, &out, rc)
+	out := hostenv.NewCappedBuffer(4096)
+	_, _ = stdcopy.StdCopy(out, out, rc)
 	return strings.TrimSpace(out.String())
 }
 

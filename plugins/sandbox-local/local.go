@@ -31,6 +31,7 @@ import (
 	"github.com/agentenv/agentenv/sdk"
 	"github.com/agentenv/agentenv/sdk/config"
 	"github.com/agentenv/agentenv/sdk/sandbox"
+	"github.com/agentenv/agentenv/sdk/sandbox/hostenv"
 )
 
 // Version is the plugin's version.
@@ -313,7 +314,7 @@ func (p *Plugin) listProcesses(labels map[string]string) ([]sandbox.Sandbox, err
 			p.forget(st)
 			continue
 		}
-		if !labelsMatch(st.Labels, labels) {
+		if !hostenv.LabelsMatch(st.Labels, labels) {
 			continue
 		}
 		out = append(out, st.sandbox())
@@ -360,15 +361,6 @@ func ownerAlive(st *state) bool {
 	return err == nil && (st.OwnerStart == 0 || start == st.OwnerStart)
 }
 
-func labelsMatch(have, want map[string]string) bool {
-	for k, v := range want {
-		if got, ok := have[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
-}
-
 // Terminate stops a sandbox and removes every trace of it. A container is
 // stopped (SIGTERM, SIGKILL after the grace period) and removed with its
 // network. A process gets SIGTERM to its process group, SIGKILL after the
@@ -412,7 +404,7 @@ func (p *Plugin) forget(st *state) {
 		p.log.Warn("removing sandbox state", "id", st.ID, "error", err)
 	}
 	if st.Port != 0 {
-		releasePort(cfg.StateDir, st.Port, st.ID)
+		ports(cfg.StateDir).Release(st.Port, st.ID)
 	}
 	p.mu.Lock()
 	delete(p.procs, st.ID)

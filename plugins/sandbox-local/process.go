@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,7 +20,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
+	"github.com/agentenv/agentenv/sdk/sandbox/hostenv"
 )
+
+// EnvEnvDir is the variable holding the env's folder in its bundle (the
+// local sandbox runs the env from a temp dir of its own).
+const EnvEnvDir = hostenv.EnvEnvDir
 
 // rootPrefix starts the name of every sandbox temp dir; only such dirs are
 // ever removed.
@@ -80,9 +83,9 @@ func (p *Plugin) deployProcess(ctx context.Context, spec sandbox.Spec) (sandbox.
 // startProcess starts spec's env once and waits until it listens. portLost
 // reports that the env exited because its port was already in use.
 func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config) (_ sandbox.Sandbox, portLost bool, _ error) {
-	argv := resolveCommand(spec.Dir, spec.Command)
+	argv := hostenv.ResolveCommand(spec.Dir, spec.Command)
 	id := newID()
-	port, err := p.allocPort(cfg.StateDir, id)
+	port, err := ports(cfg.StateDir).Alloc(id)
 	if err != nil {
 		return sandbox.Sandbox{}, false, fmt.Errorf("sandbox-local: env %q: %w", spec.Env, err)
 	}
@@ -93,12 +96,12 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 	root := filepath.Join(os.TempDir(), rootPrefix+id)
 	work, tmp := filepath.Join(root, "work"), filepath.Join(root, "tmp")
 	logPath := filepath.Join(root, envLog)
-	environ := buildEnviron(cfg.PassEnv, spec, port, work, tmp, id)
+	environ := hostenv.Environ(cfg.PassEnv, spec, hostenv.Vars{Port: port, ID: id, Home: work, Tmp: tmp})
 	st := &state{
 		handle: handle{Port: port, Root: root},
 		ID:     id, Env: spec.Env,
 		Endpoint: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		Labels:   copyLabels(spec.Labels), Started: time.Now().UTC(),
+		Labels:   hostenv.CopyLabels(spec.Labels), Started: time.Now().UTC(),
 		WorkDir: work, EnvDir: spec.Dir, Environ: environ,
 		Owner: os.Getpid(), OwnerStart: selfStart,
 	}
@@ -144,7 +147,7 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 		if err := stopGroup(context.Background(), st, pr, time.Duration(cfg.Grace), p.log); err != nil {
 			p.log.Error("stopping a failed env", "id", id, "error", err)
 		}
-		tail := logTail(logPath, 2048)
+		tail := hostenv.FileTail(logPath, 2048)
 		p.forget(st)
 		lost := pr.exited() && strings.Contains(tail, "address already in use")
 		if tail != "" {
@@ -289,7 +292,7 @@ func (p *Plugin) Exec(ctx context.Context, sb sandbox.Sandbox, cmd []string) (sa
 	if len(cmd) == 0 || cmd[0] == "" {
 		return sandbox.ExecResult{}, fmt.Errorf("sandbox-local: exec in %s: empty command", id)
 	}
-	argv := resolveCommand(st.EnvDir, cmd)
+	argv := hostenv.ResolveCommand(st.EnvDir, cmd)
 	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	c.Dir = st.WorkDir
 	c.Env = st.Environ
@@ -297,9 +300,8 @@ func (p *Plugin) Exec(ctx context.Context, sb sandbox.Sandbox, cmd []string) (sa
 	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
 	// Pipes we own, not exec's copying: Wait then returns when the command
 	// exits, even if a background child still holds its output open.
-	var stdout, stderr cappedBuffer
-	stdout.max, stderr.max = 1<<20, 1<<20
-	drained, err := pipeOutput(c, &stdout, &stderr)
+	stdout, stderr := hostenv.NewCappedBuffer(execOutputMax), hostenv.NewCappedBuffer(execOutputMax)
+	drained, err := pipeOutput(c, stdout, stderr)
 	if err != nil {
 		return sandbox.ExecResult{}, fmt.Errorf("sandbox-local: exec %q in %s: %w", cmd, id, err)
 	}
@@ -369,104 +371,11 @@ func pipeOutput(c *exec.Cmd, out, errOut io.Writer) (func(), error) {
 	}, nil
 }
 
+// execOutputMax bounds each of a command's stdout and stderr.
+const execOutputMax = 1 << 20
+
 // drainWait bounds how long Exec reads output after the command exits.
 const drainWait = time.Second
-
-// cappedBuffer keeps the first max bytes written and drops the rest.
-type cappedBuffer struct {
-	bytes.Buffer
-	max       int
-	truncated bool
-}
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.Len(); room < len(p) {
-		b.truncated = true
-		if room > 0 {
-			b.Buffer.Write(p[:room])
-		}
-		return len(p), nil
-	}
-	return b.Buffer.Write(p)
-}
-
-func (b *cappedBuffer) String() string {
-	if b.truncated {
-		return b.Buffer.String() + "\n[output truncated]"
-	}
-	return b.Buffer.String()
-}
-
-// resolveCommand makes a relative program path (one with a slash) relative
-// to the env's folder; bare names are looked up on PATH at start.
-func resolveCommand(dir string, argv []string) []string {
-	out := append([]string(nil), argv...)
-	if strings.Contains(out[0], "/") && !filepath.IsAbs(out[0]) && dir != "" {
-		out[0] = filepath.Join(dir, out[0])
-	}
-	return out
-}
-
-// buildEnviron gives the env PATH, the variables config passes through,
-// its own variables, then agentenv's (which win).
-func buildEnviron(pass []string, spec sandbox.Spec, port int, work, tmp, id string) []string {
-	path := os.Getenv("PATH")
-	if path == "" {
-		path = "/usr/local/bin:/usr/bin:/bin"
-	}
-	env := []string{"PATH=" + path}
-	for _, name := range pass {
-		if v, ok := os.LookupEnv(name); ok {
-			env = append(env, name+"="+v)
-		}
-	}
-	keys := make([]string, 0, len(spec.EnvVars))
-	for k := range spec.EnvVars {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		env = append(env, k+"="+spec.EnvVars[k])
-	}
-	return append(env,
-		sandbox.EnvPort+"="+strconv.Itoa(port),
-		EnvEnvDir+"="+spec.Dir,
-		sandbox.EnvSandboxID+"="+id,
-		"HOME="+work,
-		"TMPDIR="+tmp,
-	)
-}
-
-// EnvEnvDir is the variable holding the env's folder in its bundle (the
-// local sandbox runs the env from a temp dir of its own).
-const EnvEnvDir = "AGENTENV_ENV_DIR"
-
-// allocPort picks a free loopback port for sandbox id and reserves it for
-// every local plugin process sharing stateDir. It picks below the kernel's
-// ephemeral range, so no outgoing connection's local port (which the
-// kernel takes from that range, and which bind cannot see) can take it
-// before the env binds it.
-func (p *Plugin) allocPort(stateDir, id string) (int, error) {
-	lo, hi := portRange()
-	for range 200 {
-		port := lo + int(randUint32()%uint32(hi-lo+1))
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			continue // in use
-		}
-		ln.Close()
-		if reservePort(stateDir, port, id) {
-			return port, nil
-		}
-	}
-	return 0, fmt.Errorf("finding a free port in %d-%d: every port tried is in use", lo, hi)
-}
-
-func randUint32() uint32 {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
-}
 
 func newID() string { return "local-" + newHex() }
 
@@ -475,36 +384,4 @@ func newHex() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-func copyLabels(in map[string]string) map[string]string {
-	out := make(map[string]string, len(in))
-	for k, v := range in {
-		out[k] = v
-	}
-	return out
-}
-
-// logTail returns the last n bytes of a file, from a line start.
-func logTail(path string, n int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	off := max(info.Size()-n, 0)
-	data, err := io.ReadAll(io.NewSectionReader(f, off, info.Size()-off))
-	if err != nil {
-		return ""
-	}
-	if off > 0 {
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			data = data[i+1:]
-		}
-	}
-	return strings.TrimSpace(string(data))
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
+	"github.com/agentenv/agentenv/sdk/sandbox/hostenv"
 )
 
 // A plugin killed after starting an env but before recording its pid
@@ -122,7 +123,7 @@ s=socket.socket(); s.bind(('127.0.0.1', int(os.environ['AGENTENV_PORT']))); s.li
 }
 
 func TestPortsAreBelowTheEphemeralRange(t *testing.T) {
-	lo, hi := portRange()
+	lo, hi := hostenv.PortRange()
 	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {
 		t.Skip("no /proc/sys/net/ipv4/ip_local_port_range")

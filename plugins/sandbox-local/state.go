@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
+	"github.com/agentenv/agentenv/sdk/sandbox/hostenv"
 )
 
 // handle is what a sandbox's handle (sandbox.Sandbox.State) carries:
@@ -56,31 +57,15 @@ var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 func statePath(dir, id string) string { return filepath.Join(dir, id+stateExt) }
 
-// writeState writes st's file atomically (temp file + rename), so a reader
-// never sees half a file.
+// writeState writes st's file atomically (temp file + rename, 0600), so a
+// reader never sees half a file.
 func writeState(dir string, st *state) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("state dir %s: %w", dir, err)
-	}
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+st.ID+".*.tmp")
-	if err != nil {
+	if err := hostenv.WriteFileAtomic(statePath(dir, st.ID), data); err != nil {
 		return fmt.Errorf("state file for %s: %w", st.ID, err)
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), statePath(dir, st.ID))
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("state file for %s: %w", st.ID, werr)
 	}
 	return nil
 }
@@ -142,7 +127,7 @@ func removeState(dir, id string) error {
 
 func (st *state) sandbox() sandbox.Sandbox {
 	raw, _ := json.Marshal(st.handle)
-	return sandbox.Sandbox{ID: st.ID, Endpoint: st.Endpoint, Labels: copyLabels(st.Labels), State: raw}
+	return sandbox.Sandbox{ID: st.ID, Endpoint: st.Endpoint, Labels: hostenv.CopyLabels(st.Labels), State: raw}
 }
 
 // fromHandle rebuilds the part of a state a handle carries. ok is false

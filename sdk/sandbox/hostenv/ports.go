@@ -1,0 +1,117 @@
+package hostenv
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// portTries bounds how many random ports Alloc tries.
+const portTries = 200
+
+// Ports hands out loopback ports for sandboxes and reserves each in Dir, a
+// folder of one file per port, named after the port and holding its
+// owner's (the sandbox's) id. Every plugin process given the same Dir sees
+// the others' reservations, so none hands out a port another holds; two
+// plugins may share a Dir only when each one's Held recognises the other's
+// owners.
+type Ports struct {
+	// Dir is the reservation folder, made (0700) on first use.
+	Dir string
+	// Held reports whether owner still holds its ports; a reservation whose
+	// owner is no longer held (its sandbox left no state) is stale and
+	// taken over.
+	Held func(owner string) bool
+}
+
+// Path is the reservation file of port.
+func (p Ports) Path(port int) string { return filepath.Join(p.Dir, strconv.Itoa(port)) }
+
+// Alloc picks a free loopback port for owner and reserves it. It picks
+// below the kernel's ephemeral range (PortRange): an outgoing connection's
+// local port comes from that range, cannot be seen by a test bind, and
+// could take the port before the env binds it.
+func (p Ports) Alloc(owner string) (int, error) {
+	lo, hi := PortRange()
+	for range portTries {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		port := lo + int(binary.LittleEndian.Uint32(b[:])%uint32(hi-lo+1))
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue // in use
+		}
+		ln.Close()
+		if p.Reserve(port, owner) {
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("finding a free port in %d-%d: every port tried is in use", lo, hi)
+}
+
+// Reserve takes port for owner, taking over a stale reservation. It is
+// false when another live owner holds the port or the folder is unusable.
+func (p Ports) Reserve(port int, owner string) bool {
+	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
+		return false
+	}
+	path := p.Path(port)
+	for range 2 {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			_, werr := f.WriteString(owner)
+			return errors.Join(werr, f.Close()) == nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return false
+		}
+		held, err := os.ReadFile(path)
+		if err != nil {
+			return false
+		}
+		if p.Held != nil && p.Held(strings.TrimSpace(string(held))) {
+			return false // a live sandbox holds it
+		}
+		_ = os.Remove(path) // stale: its sandbox is gone
+	}
+	return false
+}
+
+// Release drops owner's reservation of port; another owner's is kept.
+func (p Ports) Release(port int, owner string) {
+	path := p.Path(port)
+	if held, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(held)) == owner {
+		_ = os.Remove(path)
+	}
+}
+
+// PortRange is where ports are picked: the 12768 ports below the kernel's
+// ephemeral range (/proc/sys/net/ipv4/ip_local_port_range), or 20000-32767
+// where that cannot be read or leaves too little room.
+func PortRange() (lo, hi int) {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 20000, 32767
+	}
+	return portRangeBelow(string(data))
+}
+
+// portRangeBelow is PortRange for the contents of ip_local_port_range.
+func portRangeBelow(ephemeral string) (lo, hi int) {
+	f := strings.Fields(ephemeral)
+	if len(f) != 2 {
+		return 20000, 32767
+	}
+	start, err := strconv.Atoi(f[0])
+	if err != nil || start <= 2048 {
+		return 20000, 32767
+	}
+	return max(1024, start-12768), start - 1
+}
