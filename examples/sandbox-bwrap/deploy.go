@@ -257,51 +257,19 @@ func (p *plugin) keeperArgs(st *state, cfg Config, envPort int) ([]string, error
 
 // waitReady returns once the env accepts connections (through the relay,
 // when the network is off), fails as soon as the keeper exits, or when ctx
-// ends. A closed loopback port refuses in microseconds, so it polls
-// tightly at first.
+// ends.
 func (p *plugin) waitReady(ctx context.Context, st *state, k *keeper) error {
-	probe := func() error {
-		if !st.Layout.Network {
+	probe := hostenv.DialProbe(st.Port)
+	if !st.Layout.Network {
+		probe = func(context.Context) error {
 			c, err := dialRelay(relaySocket(st.Root), time.Second)
 			if err == nil {
 				c.Close()
 			}
 			return err
 		}
-		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(st.Port)), time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err
 	}
-	wait := 200 * time.Microsecond
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	<-timer.C
-	for {
-		if k.exited() {
-			return fmt.Errorf("exited before listening on port %d: %v", st.Port, exitText(k.err))
-		}
-		err := probe()
-		if err == nil {
-			return nil
-		}
-		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not listening on port %d: %w (last error: %v)", st.Port, ctx.Err(), err)
-		case <-k.done:
-		case <-timer.C:
-		}
-		wait = min(wait*2, 5*time.Millisecond)
-	}
-}
-
-func exitText(err error) string {
-	if err == nil {
-		return "exit status 0"
-	}
-	return err.Error()
+	return hostenv.WaitReady(ctx, st.Port, k.done, func() error { return k.err }, probe)
 }
 
 func newID() string {

@@ -1,9 +1,6 @@
 package local
 
 import (
-	"errors"
-	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/agentenv/agentenv/sdk/sandbox/hostenv"
@@ -14,11 +11,10 @@ import (
 // process sharing the state dir sees.
 func portsDir(stateDir string) string { return filepath.Join(stateDir, "ports") }
 
-// ports reserves the ports of the process sandboxes recorded in stateDir.
-// A reservation whose sandbox has no state file any more is stale.
+// ports reserves the ports of the sandboxes recorded in stateDir: a
+// reservation whose sandbox has no state file any more is stale.
 func ports(stateDir string) hostenv.Ports {
-	return hostenv.Ports{Dir: portsDir(stateDir), Held: func(id string) bool {
-		_, err := os.Stat(statePath(stateDir, id))
-		return !errors.Is(err, fs.ErrNotExist)
-	}}
+	return hostenv.Ports{Dir: portsDir(stateDir), Held: hostenv.HeldWhileExists(func(id string) string {
+		return statePath(stateDir, id)
+	})}
 }

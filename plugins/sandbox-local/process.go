@@ -159,52 +159,12 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 		return fail(err)
 	}
 	began := time.Now()
-	if err := waitListening(ctx, port, pr); err != nil {
+	// MCP is the host's business, not the sandbox's: listening is ready.
+	if err := hostenv.WaitReady(ctx, port, pr.done, func() error { return pr.err }, hostenv.DialProbe(port)); err != nil {
 		return fail(err)
 	}
 	p.log.Info("deployed", "id", id, "env", spec.Env, "pid", pid, "endpoint", st.Endpoint, "listening_after", time.Since(began).String())
 	return st.sandbox(), false, nil
-}
-
-// waitListening returns once the env accepts connections on its loopback
-// port, fails as soon as it exits, or when ctx ends. Connecting to a closed
-// loopback port fails in microseconds, so it polls tightly at first: an env
-// is seen listening within a millisecond of binding. MCP is the host's
-// business, not the sandbox's.
-func waitListening(ctx context.Context, port int, pr *proc) error {
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	var d net.Dialer
-	wait := 200 * time.Microsecond
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	<-timer.C
-	for {
-		if pr.exited() {
-			return fmt.Errorf("exited before listening on port %d: %v", port, exitText(pr.err))
-		}
-		dctx, cancel := context.WithTimeout(ctx, time.Second)
-		conn, err := d.DialContext(dctx, "tcp", addr)
-		cancel()
-		if err == nil {
-			conn.Close()
-			return nil
-		}
-		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not listening on port %d: %w (last error: %v)", port, ctx.Err(), err)
-		case <-pr.done:
-		case <-timer.C:
-		}
-		wait = min(wait*2, 5*time.Millisecond)
-	}
-}
-
-func exitText(err error) string {
-	if err == nil {
-		return "exit status 0"
-	}
-	return err.Error()
 }
 
 // stopGroup stops a sandbox's process group: SIGTERM, then SIGKILL after

@@ -31,6 +31,17 @@ type Ports struct {
 	Held func(owner string) bool
 }
 
+// HeldWhileExists is a Held for owners that keep a file (their state file)
+// while they live: the owner holds its ports until path(owner) is gone.
+// An error other than the file's absence counts as held, so a port is
+// never taken over on a doubt.
+func HeldWhileExists(path func(owner string) string) func(owner string) bool {
+	return func(owner string) bool {
+		_, err := os.Stat(path(owner))
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+}
+
 // Path is the reservation file of port.
 func (p Ports) Path(port int) string { return filepath.Join(p.Dir, strconv.Itoa(port)) }
 

@@ -153,3 +153,29 @@ func TestPortsAllocUnusableFolder(t *testing.T) {
 		t.Fatalf("Alloc gave port %d with no usable folder", port)
 	}
 }
+
+func TestHeldWhileExists(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "live.json"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	held := HeldWhileExists(func(owner string) string { return filepath.Join(dir, owner+".json") })
+	for _, tc := range []struct {
+		owner string
+		want  bool
+	}{
+		{"live", true},
+		{"gone", false},
+		{"", false},
+	} {
+		if got := held(tc.owner); got != tc.want {
+			t.Errorf("held(%q) = %v, want %v", tc.owner, got, tc.want)
+		}
+	}
+	// A state file that cannot be checked (ENOTDIR: its folder is a file)
+	// counts as held: a port is never taken over on a doubt.
+	odd := HeldWhileExists(func(string) string { return filepath.Join(dir, "live.json", "x") })
+	if !odd("any") {
+		t.Error("an unreadable state counted as gone")
+	}
+}
