@@ -168,7 +168,10 @@ func TestListForgetsDeadSandboxes(t *testing.T) {
 	if err := syscall.Kill(st.Keeper, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the sandbox to die with its keeper", func() bool { return !running(st.Init, st.InitStart) })
+	// Both gone: the keeper's own exit can show a moment after its init's.
+	waitFor(t, "the sandbox to die with its keeper", func() bool {
+		return !running(st.Init, st.InitStart) && !running(st.Keeper, st.KeeperStart)
+	})
 	if got, err := p.List(context.Background(), nil); err != nil || len(got) != 0 {
 		t.Fatalf("List = %+v, %v", got, err)
 	}
