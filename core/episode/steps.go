@@ -80,7 +80,7 @@ func (e *Engine) deployCounted(ctx context.Context, name string, labels map[stri
 	if err != nil {
 		e.uncount()
 		e.reapDeploy(nonce)
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if timedOut(ctx, err) {
 			return nil, fmt.Errorf("deploying env %q: not ready within %s (the deploy timeout): %w", name, e.cfg.DeployTimeout, err)
 		}
 		return nil, fmt.Errorf("deploying env %q: %w", name, err)
@@ -102,6 +102,16 @@ func (e *Engine) deployCounted(ctx context.Context, name string, labels map[stri
 	}
 	e.log.Debug("env deployed", "env", name, "sandbox", sb.ID, "endpoint", sb.Endpoint, "tools", len(le.tools), "took", time.Since(start))
 	return le, nil
+}
+
+// timedOut reports whether err came of ctx's deadline. The plugin call may
+// fail from its own copy of the deadline a moment before ctx says so.
+func timedOut(ctx context.Context, err error) bool {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	return ok && !time.Now().Before(deadline)
 }
 
 // reapDeploy terminates, in the background, whatever a failed Deploy call
