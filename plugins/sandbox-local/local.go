@@ -160,15 +160,10 @@ func New() *Plugin {
 	return p
 }
 
-// defaultLogger writes JSON to stderr, which the plugin host reads into its
-// own log; AGENTENV_LOG_LEVEL sets the level (default info).
-func defaultLogger() hclog.Logger {
-	level := hclog.LevelFromString(os.Getenv("AGENTENV_LOG_LEVEL"))
-	if level == hclog.NoLevel {
-		level = hclog.Info
-	}
-	return hclog.New(&hclog.LoggerOptions{Name: "sandbox-local", Output: os.Stderr, JSONFormat: true, Level: level})
-}
+// defaultLogger is the SDK's plugin logger: JSON on stderr, which the host
+// shows under the plugin's name at the host's level (so no name of its own
+// here, or the host would show it twice).
+func defaultLogger() hclog.Logger { return sdk.Logger() }
 
 // SetLogger replaces the plugin's logger.
 func (p *Plugin) SetLogger(l hclog.Logger) {
