@@ -1,0 +1,94 @@
+package importrules
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const repo = "github.com/agentenv/agentenv/"
+
+// rule says which of our packages a package under prefix may depend on
+// (directly or not, tests excluded): its own tree and those in allowed.
+type rule struct {
+	prefix  string
+	allowed []string
+}
+
+var rules = []rule{
+	{prefix: repo + "sdk", allowed: nil},
+	{prefix: repo + "client", allowed: nil},
+	{prefix: repo + "plugins/", allowed: []string{repo + "sdk"}},
+	{prefix: repo + "examples/sandbox-bwrap", allowed: []string{repo + "sdk"}},
+	{prefix: repo + "core/", allowed: []string{repo + "sdk", repo + "client", repo + "core/"}},
+}
+
+type pkg struct {
+	ImportPath string
+	Deps       []string
+}
+
+func TestImportRules(t *testing.T) {
+	cmd := exec.Command("go", "list", "-json=ImportPath,Deps", repo+"...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	checked := map[string]int{}
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		for _, r := range rules {
+			if !under(p.ImportPath, r.prefix) {
+				continue
+			}
+			checked[r.prefix]++
+			for _, d := range p.Deps {
+				if !strings.HasPrefix(d, repo) || under(d, own(p.ImportPath, r.prefix)) {
+					continue
+				}
+				ok := false
+				for _, a := range r.allowed {
+					ok = ok || under(d, a)
+				}
+				if !ok {
+					t.Errorf("%s depends on %s: packages under %s may use only %v of ours", p.ImportPath, d, r.prefix, r.allowed)
+				}
+			}
+		}
+	}
+	for _, r := range rules {
+		if checked[r.prefix] == 0 {
+			t.Errorf("no package under %s was checked: the rule names a tree that is gone", r.prefix)
+		}
+	}
+}
+
+// under reports whether path is prefix itself or inside it.
+func under(path, prefix string) bool {
+	if strings.HasSuffix(prefix, "/") {
+		return strings.HasPrefix(path, prefix)
+	}
+	return path == prefix || strings.HasPrefix(path, prefix+"/")
+}
+
+// own is the tree a package may always use: the rule's folder, or for a
+// prefix of many (plugins/), only the package's own entry in it
+// (plugins/sandbox-ecs may use plugins/sandbox-ecs/standin, not another plugin).
+func own(path, prefix string) string {
+	if !strings.HasSuffix(prefix, "/") {
+		return prefix
+	}
+	return prefix + strings.SplitN(strings.TrimPrefix(path, prefix), "/", 2)[0]
+}
