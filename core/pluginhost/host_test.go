@@ -310,18 +310,14 @@ func TestPluginLogsReachHostLog(t *testing.T) {
 	// The plugin logs JSON, so its key/value pairs reach the host in no
 	// fixed order: look for the line, then for each pair on it.
 	want := "[INFO]  agentenv.plugins.reward-v: configured:"
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitFor(t, fmt.Sprintf("the host log line %q with scale=2 version=v7", want), func() bool {
 		for _, line := range strings.Split(buf.String(), "\n") {
 			if strings.Contains(line, want) && strings.Contains(line, " scale=2") && strings.Contains(line, " version=v7") {
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("host log lacks %q with scale=2 version=v7:\n%s", want, buf.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 type syncBuffer struct {
