@@ -169,7 +169,10 @@ func TestFailuresTearDown(t *testing.T) {
 			name: "Close during Start", vars: map[string]string{"TESTENV_START_DELAY": "1m"},
 			play: func(t *testing.T, r *rig, ep episode.Episode) error {
 				go func() {
-					time.Sleep(400 * time.Millisecond)
+					// Once the deploy began (the env then waits a minute).
+					for r.driver.deploys.Load() == 0 {
+						time.Sleep(10 * time.Millisecond) // a poll interval
+					}
 					_ = ep.Close(context.Background())
 				}()
 				_, err := ep.Start(context.Background())
@@ -182,6 +185,9 @@ func TestFailuresTearDown(t *testing.T) {
 			play: func(t *testing.T, r *rig, ep episode.Episode) error {
 				r.start(ep)
 				go func() {
+					// Room for the step to reach the env's 30 s sleep; no
+					// event says it did, and a Close first fails the step
+					// the same way, so load cannot fail the test.
 					time.Sleep(400 * time.Millisecond)
 					_ = ep.Close(context.Background())
 				}()
@@ -270,6 +276,8 @@ func TestEngineCloseTearsDownLiveEpisodes(t *testing.T) {
 		_, err := eps[0].Step(context.Background(), call("sleep", map[string]any{"seconds": 30}))
 		stepErr <- err
 	}()
+	// Room for the step to reach the env; a Close first fails it all the
+	// same, so the window only makes the test sharper.
 	time.Sleep(300 * time.Millisecond)
 	if err := r.engine.Close(context.Background()); err != nil {
 		t.Fatal(err)
