@@ -6,7 +6,7 @@ PROTOC_GEN_GO := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
 GOBIN_DIR := $(CURDIR)/.tools/bin
 
-.PHONY: help build test lint proto proto-check bench fuzz
+.PHONY: help build test test-stress lint proto proto-check bench fuzz
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -16,6 +16,9 @@ build: ## build bin/agentenv (first-party plugins compiled in)
 
 test: ## go test -race over every module of the workspace
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+test-stress: ## the timing-sensitive tests 3 times in a row under a CPU hog (needs stress-ng)
+	GO=$(GO) scripts/test-stress.sh
 
 lint: ## gofmt and go vet over every module
 	@out=$$(gofmt -l $$($(GO) list -f '{{.Dir}}' $(PKGS))); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
