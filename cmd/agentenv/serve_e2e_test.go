@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/agentenv/agentenv/sdk/sdktest"
 )
 
 const e2eToken = "e2e-token-9f8e7d"
@@ -379,10 +381,7 @@ func pythonWithWebsockets() string {
 func TestServeOpenEnvPythonClient(t *testing.T) {
 	py := pythonWithWebsockets()
 	if py == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("no python3 with websockets: apt-get install python3-websockets")
-		}
-		t.Skip("no python3 with websockets (apt-get install python3-websockets); CI runs this")
+		sdktest.Missing(t, "python3 with websockets", "no python3 imports websockets", "apt-get install python3-websockets")
 	}
 	addr := freeAddr(t)
 	s := startServe(t, gridsimBundle, addr, t.TempDir(), []string{"E2E_TOKEN=" + e2eToken}, "--token-var", "E2E_TOKEN")
