@@ -89,7 +89,27 @@ func safeName(s string) string {
 
 // rewardV builds the test reward plugin at version v.
 func rewardV(t testing.TB, v string) string {
-	return build(t, "rewardv", "-X main.version="+v)
+	t.Helper()
+	base := build(t, "rewardv", "")
+	key := "rewardv|" + v
+	r, _ := builds.LoadOrStore(key, &buildResult{})
+	b := r.(*buildResult)
+	b.once.Do(func() {
+		// One build, a copy per version: the version is a trailer the
+		// plugin reads from its own binary (a link per version took most
+		// of this package's time on a loaded machine).
+		out := filepath.Join(binDir, "rewardv-"+safeName(v))
+		data, err := os.ReadFile(base)
+		if err == nil {
+			data = append(data, "\nagentenv-test-version="+v+"\n"...)
+			err = os.WriteFile(out, data, 0o755)
+		}
+		b.path, b.err = out, err
+	})
+	if b.err != nil {
+		t.Fatalf("rewardv %s: %v", v, b.err)
+	}
+	return b.path
 }
 
 // install copies src into dir as name (executable), through a temp file

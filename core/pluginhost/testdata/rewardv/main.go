@@ -1,5 +1,6 @@
 // Command rewardv is a test reward plugin, agentenv-reward-v. Its version
-// comes from -ldflags "-X main.version=vN". Combine returns the mean of the
+// comes from a trailer appended to the binary (versionTrailer), so one
+// build serves every version the tests swap between. Combine returns the mean of the
 // scores times the configured scale, except for probe keys the tests use:
 // "pid" returns the process id, "version" the N of vN, "sleep_ms" sleeps
 // first (honouring cancellation), "hold" first waits at the gate (see
@@ -25,7 +26,37 @@ import (
 	"github.com/agentenv/agentenv/sdk/reward"
 )
 
-var version = "v0"
+var version = trailerVersion()
+
+// versionTrailer marks the version line the tests append to a copy of
+// the binary: "\n<versionTrailer>vN\n" as its last bytes.
+const versionTrailer = "agentenv-test-version="
+
+// trailerVersion reads the version from the binary's last bytes, v0 if
+// none is there.
+func trailerVersion() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "v0"
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return "v0"
+	}
+	defer f.Close()
+	tail := make([]byte, 64)
+	if st, err := f.Stat(); err != nil || st.Size() < int64(len(tail)) {
+		return "v0"
+	} else if _, err := f.ReadAt(tail, st.Size()-int64(len(tail))); err != nil {
+		return "v0"
+	}
+	line := strings.TrimSuffix(string(tail), "\n")
+	i := strings.LastIndex(line, "\n"+versionTrailer)
+	if i < 0 || !strings.HasSuffix(string(tail), "\n") {
+		return "v0"
+	}
+	return line[i+1+len(versionTrailer):]
+}
 
 // logger is the SDK's: the host re-logs its lines under the plugin's name.
 var logger = sdk.Logger()
