@@ -77,7 +77,7 @@ func TestPollerWatchers(t *testing.T) {
 	}
 	stopA()
 	stopB()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		pl.mu.Lock()
 		running := pl.running
 		pl.mu.Unlock()

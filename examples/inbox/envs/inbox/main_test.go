@@ -59,7 +59,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 
 	c := mcp.NewClient(&mcp.Implementation{Name: "inbox-env-test", Version: "1"}, nil)
 	var cs *mcp.ClientSession
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		cs, err = c.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"}, nil)
