@@ -96,7 +96,7 @@ func TestKilledPluginIsRestarted(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	timeout := time.After(5 * time.Second)
+	timeout := time.After(guard)
 	for range inflight {
 		select {
 		case err := <-errs:

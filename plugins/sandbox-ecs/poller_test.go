@@ -71,7 +71,7 @@ func TestPollerWatchers(t *testing.T) {
 			if u.err != nil || aws.ToString(u.task.LastStatus) != "RUNNING" {
 				t.Errorf("update %+v", u)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(60 * time.Second):
 			t.Fatal("a watcher got no update")
 		}
 	}

@@ -87,7 +87,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run returned %v after its context ended", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("run still serving 5 s after its context ended")
+	case <-time.After(60 * time.Second):
+		t.Fatal("run still serving 60 s after its context ended")
 	}
 }
