@@ -152,6 +152,7 @@ func newHost(t testing.TB, dir string, mod func(*Options)) *Host {
 		Builtins:     []string{},
 		CachePath:    filepath.Join(t.TempDir(), "cache.json"),
 		PollInterval: 50 * time.Millisecond,
+		StartTimeout: 2 * time.Minute, // a guard: starts take seconds on a loaded machine
 	}
 	if mod != nil {
 		mod(&opts)
@@ -182,8 +183,12 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// ctxTimeout is a context for a test's plugin calls, cancelled when it ends.
+// d is a guard, never under five minutes: a starved machine (make
+// test-stress beside other work) once ran a 60 s context out across nine
+// subtests, each plugin start then given 1 ms.
 func ctxTimeout(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(context.Background(), max(d, 5*time.Minute))
 	t.Cleanup(cancel)
 	return ctx
 }
