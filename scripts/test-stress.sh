@@ -12,10 +12,10 @@
 #   STRESS_RUNS   passes in a row required (3)
 #   STRESS_CPUS   hog workers (the number of cores)
 #   STRESS_PKGS   packages to run (the timing-sensitive ones below)
-#   STRESS_RUN    extra go test -run filter for cmd/agentenv (TestSkyRLIntegrationPytest)
-# On a shared machine run it under nice (nice -n 10 make test-stress): the
-# hog and the tests inherit the same niceness and compete with each other
-# as on a loaded machine, while the machine's other work keeps its share.
+#   STRESS_RUN    go test -run filter for cmd/agentenv (TestSkyRLIntegrationPytest; empty: none)
+#   STRESS_NICE   the hog's niceness (0: it competes with the tests as equals)
+# On a machine shared with other work, STRESS_NICE=10 keeps the hog from
+# taking the others' share; their work is load on the tests as well.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,13 +27,14 @@ GO=${GO:-go}
 RUNS=${STRESS_RUNS:-3}
 CPUS=${STRESS_CPUS:-$(nproc)}
 PKGS=${STRESS_PKGS:-./core/pluginhost/ ./core/runtime/ ./core/server/ ./core/episode/}
-CLI_RUN=${STRESS_RUN:-TestSkyRLIntegrationPytest}
+CLI_RUN=${STRESS_RUN-TestSkyRLIntegrationPytest}
+HOG_NICE=${STRESS_NICE:-0}
 
 # The hog: one busy worker per core, for as long as the runs take.
-stress-ng --cpu "$CPUS" --cpu-method matrixprod --quiet &
+nice -n "$HOG_NICE" stress-ng --cpu "$CPUS" --cpu-method matrixprod --quiet &
 hog=$!
 trap 'kill "$hog" 2>/dev/null; wait "$hog" 2>/dev/null || true' EXIT
-echo "test-stress: stress-ng --cpu $CPUS (pid $hog) on $(nproc) cores; $RUNS runs of: $PKGS, and ./cmd/agentenv/ -run '$CLI_RUN'"
+echo "test-stress: stress-ng --cpu $CPUS (nice $HOG_NICE, pid $hog) on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $RUNS runs of: $PKGS, and ./cmd/agentenv/ -run '$CLI_RUN'"
 
 for i in $(seq 1 "$RUNS"); do
   start=$(date +%s)
@@ -53,6 +54,6 @@ for i in $(seq 1 "$RUNS"); do
     grep -E -- '^(--- |ok )|passed' "$out" || true
     rm -f "$out"
   fi
-  echo "test-stress: run $i of $RUNS passed in $(( $(date +%s) - start )) s"
+  echo "test-stress: run $i of $RUNS passed in $(( $(date +%s) - start )) s (load $(cut -d' ' -f1-3 /proc/loadavg))"
 done
 echo "test-stress: $RUNS runs in a row passed under the CPU hog"
