@@ -70,7 +70,10 @@ type Options struct {
 	// Progress, when set, is called once at the start and after each
 	// rollout.
 	Progress func(Progress)
-	Log      hclog.Logger
+	// OnPreparing, when set, hears what a server that still builds its
+	// envs builds, while Run waits for it (else it is logged at info).
+	OnPreparing func(msg string)
+	Log         hclog.Logger
 }
 
 // Progress is how far an eval is.
@@ -169,6 +172,10 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	cat, err := skyrl.NewHTTPCatalog(o.Server, o.Token)
 	if err != nil {
 		return nil, err
+	}
+	cat.OnPreparing = o.OnPreparing
+	if cat.OnPreparing == nil {
+		cat.OnPreparing = func(msg string) { o.Log.Info("waiting for the server", "status", msg) }
 	}
 	entries, err := listTasks(ctx, cat, o.Split, o.Limit)
 	if err != nil {
