@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -56,6 +58,7 @@ func TestServeAnswersWhileItsEnvBuilds(t *testing.T) {
 	s := launchServe(t, bundleDir, addr, t.TempDir(), nil)
 
 	var once sync.Once
+	var play *playRun
 	released := make(chan error, 1)
 	var seen []error
 	c, err := client.New("http://"+addr, client.Options{OnRetry: func(err error, _ time.Duration) {
@@ -65,6 +68,7 @@ func TestServeAnswersWhileItsEnvBuilds(t *testing.T) {
 		}
 		once.Do(func() {
 			checkPreparing(t, addr)
+			play = startPlayWaiting(t, addr)
 			// The build is waiting on the FIFO: let it go on.
 			go func() {
 				f, err := os.OpenFile(release, os.O_WRONLY, 0)
@@ -102,6 +106,16 @@ func TestServeAnswersWhileItsEnvBuilds(t *testing.T) {
 	defer sess.Close()
 	if _, err := sess.Reset(ctx, client.ResetRequest{TaskID: "day/eval-001"}); err != nil {
 		t.Fatalf("reset once ready: %v\n%s", err, s.log)
+	}
+	// play, started while the env built, said so and played once it could.
+	if play == nil {
+		t.Fatal("play never started")
+	}
+	if err := <-play.exited; err == nil {
+		t.Errorf("play with /quit before the end exited 0")
+	}
+	if out := play.out.String(); !strings.Contains(out, "episode ") || !strings.Contains(out, "task day/eval-001") {
+		t.Errorf("play did not play once the server was ready:\n%s", out)
 	}
 	log := s.log.String()
 	for _, want := range []string{"listening; preparing the envs", "preparing env (building what it needs, once): env=gridsim", "env prepared: env=gridsim", "serving: bundle=slowbuild"} {
@@ -147,4 +161,46 @@ func checkPreparing(t *testing.T, addr string) {
 			t.Errorf("%s while building: %d %s", path, status, body)
 		}
 	}
+}
+
+type playRun struct {
+	exited chan error // play's exit
+	out    *lockedBuffer
+}
+
+// startPlayWaiting starts agentenv play on a server still preparing and
+// returns once play said it waits for the server; it quits after the
+// opening observation.
+func startPlayWaiting(t *testing.T, addr string) *playRun {
+	t.Helper()
+	cmd := exec.Command(agentenv(t), "play", "http://"+addr, "--task", "day/eval-001", "--wait", "3m")
+	cmd.Stdin = strings.NewReader("/quit\n")
+	pr, pw := io.Pipe()
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(pw, out), out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	told := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "waiting for the server: still preparing: env gridsim is building") {
+				told <- true
+				break
+			}
+		}
+		io.Copy(io.Discard, pr)
+		close(told)
+	}()
+	exited := make(chan error, 1)
+	go func() {
+		exited <- cmd.Wait()
+		pw.Close()
+	}()
+	if !<-told {
+		t.Fatalf("play did not say it waits for the server:\n%s", out.String())
+	}
+	return &playRun{exited: exited, out: out}
 }
