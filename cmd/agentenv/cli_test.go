@@ -61,7 +61,8 @@ func TestHelpMarksRequiredFlags(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s --help: exit %d", cmd, code)
 		}
-		for _, line := range strings.Split(out, "\n") {
+		_, flagsPart, _ := strings.Cut(out, "\nFlags:\n")
+		for _, line := range strings.Split(flagsPart, "\n") {
 			for _, f := range flags {
 				if strings.HasPrefix(strings.TrimSpace(line), "--"+f+" ") && !strings.HasSuffix(line, "(required)") {
 					t.Errorf("%s --help does not mark --%s required: %s", cmd, f, line)
