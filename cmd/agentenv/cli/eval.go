@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -49,7 +49,7 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-func init() {
+func newEvalCmd() *cobra.Command {
 	var o evalOptions
 	cmd := &cobra.Command{
 		Use:   "eval URL --model-url URL --model NAME --tokenizer DIR|ORG/NAME",
@@ -121,7 +121,7 @@ See docs/eval.md.`,
 	f.StringVar(&o.extraBody, "extra-body", "", `more request fields for the endpoint, as a JSON object: '{"top_p": 0.95, "seed": 1}'`)
 	f.DurationVar(&o.modelTimeout, "model-timeout", 10*time.Minute, "the longest one model request may take; past it the rollout fails")
 	markRequired(cmd, "model-url", "model", "tokenizer")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 func runEval(ctx context.Context, url string, o evalOptions, changed func(string) bool, stdout, stderr io.Writer) error {
