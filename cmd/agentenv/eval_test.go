@@ -236,6 +236,8 @@ func TestEvalGridSimPolicies(t *testing.T) {
 			if !strings.Contains(stderr, "200/200 rollouts, mean reward "+c.mean) {
 				t.Errorf("no progress on stderr:\n%s", stderr)
 			}
+			// eval.md's table of the baselines is this run's summary.
+			docQuotes(t, "eval.md", fmt.Sprintf("| `%s` | %.3f | %.3f | %d | %d |", c.policy, s.MeanReward, s.StdErr, s.ToolCalls, s.UnparsedCalls))
 			recs := readRecords(t, out)
 			if len(recs) != 200 {
 				t.Fatalf("%d lines", len(recs))
