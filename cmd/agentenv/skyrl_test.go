@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,6 +61,10 @@ func TestSkyrlRowsEndToEnd(t *testing.T) {
 	if !strings.Contains(stderr, "read and rendered 2200/2200 tasks") {
 		t.Errorf("no progress on stderr:\n%s", stderr)
 	}
+	// The page quotes this run's output, and its refusal example names the
+	// same longest prompt with the same counts.
+	docQuotes(t, "training-skyrl.md", strings.Replace(lines[0], out, "data", 1), lines[1],
+		fmt.Sprintf("task %s: %s tokens as the generator renders it (with the template kwargs), %s as the prompt filter counts it (without them)", m[2], m[1], m[3]))
 
 	// The rows, and the longest prompt recounted from them.
 	// (Qwen3's template uses no pad or unk token, so the config's

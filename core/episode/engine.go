@@ -366,6 +366,25 @@ func (e *Engine) Prepare(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// EnvNames lists the bundle's envs in the order Prepare builds them.
+func (e *Engine) EnvNames() []string { return sortedEnvNames(e.cfg.Bundle) }
+
+// PrepareEnv builds what env name needs, as Prepare does for every env.
+func (e *Engine) PrepareEnv(ctx context.Context, name string) error {
+	env, ok := e.cfg.Bundle.Envs[name]
+	if !ok {
+		return fmt.Errorf("preparing env %q: the bundle has no such env", name)
+	}
+	prep, ok := e.cfg.Sandbox.(sandbox.Preparer)
+	if !ok {
+		return nil
+	}
+	if err := prep.Prepare(ctx, e.spec(env, nil)); err != nil {
+		return fmt.Errorf("preparing env %q: %w", name, err)
+	}
+	return nil
+}
+
 func sortedEnvNames(b *bundle.Bundle) []string {
 	names := make([]string, 0, len(b.Envs))
 	for n := range b.Envs {

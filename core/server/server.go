@@ -79,6 +79,10 @@ type Options struct {
 	PluginRestarts func() float64
 	// HTTP bounds what idle or slow connections hold (limits.go).
 	HTTP HTTPLimits
+	// Readiness, when set, holds every request but /health and /metrics
+	// off with 503 PREPARING until its Ready is called (readiness.go), so
+	// the server can listen while its envs build. nil: ready at once.
+	Readiness *Readiness
 }
 
 // Server is an OpenEnv server over a Player. Use Handler with your own
@@ -165,7 +169,7 @@ func New(opts Options) (*Server, error) {
 			writeHTTPError(w, status, CodeValidation, "websocket upgrade failed: "+reason.Error())
 		},
 	}
-	s.handler = s.routes()
+	s.handler = s.gate(s.routes())
 	return s, nil
 }
 

@@ -1,5 +1,6 @@
 // Package local is the sandbox plugin for this machine. It runs each env
-// in one of two modes (config key mode; auto picks per env):
+// in one of two modes (config key mode; auto picks per env from env.toml
+// alone: a command runs as a process, only an image in Docker):
 //
 //   - Docker mode, for envs with an image: a container from the env's image
 //     (built by Prepare from the env's folder when the tag is missing), on a
@@ -66,7 +67,7 @@ const configSchema = `{
     "mode": {
       "type": "string",
       "enum": ["auto", "docker", "process"],
-      "description": "auto (default): an env with an image runs in Docker when the engine answers, else as a process; docker: every env in a container; process: every env as a process."
+      "description": "auto (default): an env that declares a command runs as a process, one with only an image in Docker; docker: every env in a container; process: every env as a process."
     },
     "docker_host": {
       "type": "string",
@@ -265,7 +266,12 @@ func (p *Plugin) envMode(ctx context.Context, spec sandbox.Spec) (string, error)
 		mode = prev
 	} else {
 		p.modes[key] = mode
-		p.log.Info("env mode", "env", spec.Env, "mode", mode, "image", spec.Image)
+		why, other := modeWhy(p.cfg.Mode, mode, spec)
+		args := []any{"env", spec.Env, "mode", mode, "image", spec.Image, "why", why}
+		if other != "" {
+			args = append(args, "other", other)
+		}
+		p.log.Info("env mode", args...)
 	}
 	p.mu.Unlock()
 	return mode, nil

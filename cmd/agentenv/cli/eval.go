@@ -76,7 +76,7 @@ See docs/eval.md.`,
     --model-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3-4B --tokenizer Qwen/Qwen3-4B \
     --chat-template-kwargs '{"enable_thinking": false}' --temperature 1.1 --max-turns 4 \
     --out results.jsonl --sft-out sft.parquet --sft-min-reward 0.9`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("the agentenv server's URL", "agentenv eval http://127.0.0.1:8200 --split eval --model-url http://127.0.0.1:8000/v1 --model greedy --tokenizer Qwen/Qwen3-4B"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if ctx == nil {
@@ -120,9 +120,7 @@ See docs/eval.md.`,
 	f.StringVar(&o.apiKeyVar, "api-key-var", "OPENAI_API_KEY", "environment variable holding the endpoint's API key (sent as a Bearer token when set)")
 	f.StringVar(&o.extraBody, "extra-body", "", `more request fields for the endpoint, as a JSON object: '{"top_p": 0.95, "seed": 1}'`)
 	f.DurationVar(&o.modelTimeout, "model-timeout", 10*time.Minute, "the longest one model request may take; past it the rollout fails")
-	cmd.MarkFlagRequired("model-url")
-	cmd.MarkFlagRequired("model")
-	cmd.MarkFlagRequired("tokenizer")
+	markRequired(cmd, "model-url", "model", "tokenizer")
 	return cmd
 }
 
@@ -168,8 +166,9 @@ func runEval(ctx context.Context, url string, o evalOptions, changed func(string
 		MaxTurns: o.maxTurns, ToolFormat: o.toolFormat, Attempts: o.attempts, ResetTimeout: time.Duration(o.resetTimeout) * time.Second,
 		Model: model, ModelName: o.model, Template: tmpl, Kwargs: kwargs,
 		Out: o.out, Resume: o.resume, RetryFailed: o.retryFailed, SFTOut: o.sftOut, SFTMinReward: o.sftMinReward,
-		Progress: bar.update,
-		Log:      hclog.New(&hclog.LoggerOptions{Name: "eval", Output: bar, Level: hclog.Warn}),
+		Progress:    bar.update,
+		OnPreparing: waitingNote(bar),
+		Log:         hclog.New(&hclog.LoggerOptions{Name: "eval", Output: bar, Level: hclog.Warn}),
 	}
 	sum, err := eval.Run(ctx, eo)
 	bar.finish()

@@ -142,27 +142,14 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 	if err != nil {
 		return sandboxConfigHint(err, o.SandboxConfig)
 	}
-	// Build the envs now, so the first resets do not wait on a compiler.
-	prepCtx, prepCancel := context.WithCancel(context.Background())
-	defer prepCancel()
-	prepared := make(chan error, 1)
-	go func() { prepared <- rt.Prepare(prepCtx) }()
-	select {
-	case err := <-prepared:
-		if err != nil {
-			return errors.Join(err, rt.Close(context.Background()))
-		}
-	case sig := <-sigs:
-		prepCancel()
-		<-prepared
-		log.Info("stopped before serving", "signal", sig.String())
-		return rt.Close(context.Background())
-	}
 	b := rt.Bundle
 	info, err := server.BundleInfo(b, version)
 	if err != nil {
 		return errors.Join(err, rt.Close(context.Background()))
 	}
+	// The server listens while the envs build (minutes on a cold machine):
+	// /health says "preparing" and everything else PREPARING until then.
+	ready := server.NewReadiness(rt.Engine.EnvNames())
 	srv, err := server.New(server.Options{
 		Player:            rt.Engine,
 		Catalog:           server.NewBundleCatalog(b),
@@ -174,6 +161,7 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 		PluginRestarts:    func() float64 { return float64(rt.Restarts()) },
 		HTTP:              o.Limits.httpLimits(),
 		MaxQueuedFrames:   o.Limits.MaxQueuedMessages,
+		Readiness:         ready,
 	})
 	if err != nil {
 		return errors.Join(err, rt.Close(context.Background()))
@@ -182,11 +170,39 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 	if o.TokenVar == "" && !isLoopback(ln.Addr()) {
 		log.Warn("serving on a non-loopback address without a token: anyone who can reach it can run episodes; set --token-var", "addr", ln.Addr().String())
 	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	stopNow := func(cause error) error {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		return errors.Join(cause, srv.Shutdown(ctx), rt.Close(ctx))
+	}
+	log.Info("listening; preparing the envs before serving episodes (/health answers 503 \"preparing\" until then)",
+		"url", "http://"+ln.Addr().String(), "envs", len(b.Envs))
+	// Build the envs now, so the first resets do not wait on a compiler.
+	prepCtx, prepCancel := context.WithCancel(context.Background())
+	defer prepCancel()
+	prepared := make(chan error, 1)
+	go func() { prepared <- rt.Prepare(prepCtx, ready) }()
+	select {
+	case err := <-prepared:
+		if err != nil {
+			return stopNow(err)
+		}
+		ready.Ready()
+	case err := <-served:
+		prepCancel()
+		<-prepared
+		return stopNow(err)
+	case sig := <-sigs:
+		prepCancel()
+		<-prepared
+		log.Info("stopped before serving", "signal", sig.String())
+		return stopNow(nil)
+	}
 	log.Info("serving", "bundle", b.Name, "tasks", len(b.Tasks), "url", "http://"+ln.Addr().String(),
 		"sandbox", o.Sandbox, "max_concurrent_envs", o.MaxConcurrentEnvs, "warm", o.Warm, "token", o.TokenVar != "", "server_id", serverID)
 
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
 	select {
 	case err := <-served:
 		// The listener failed under us: still tear down what is live.

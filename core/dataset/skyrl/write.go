@@ -7,11 +7,15 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/agentenv/agentenv/sdk"
+	"github.com/agentenv/agentenv/sdk/builtin"
 )
 
 // Counter counts the tokens of a rendered prompt as the model's tokenizer
@@ -114,7 +118,23 @@ func (o *Options) check() error {
 			return nil
 		}
 	}
-	return fmt.Errorf("--tool-format %q: want one of %s", o.ToolFormat, strings.Join(ToolFormats, ", "))
+	also := ""
+	if a := toolFormatAliases(); len(a) > 0 {
+		also = " (or another name of one: " + strings.Join(a, ", ") + ")"
+	}
+	return fmt.Errorf("--tool-format %q: want one of %s%s", o.ToolFormat, strings.Join(ToolFormats, ", "), also)
+}
+
+// toolFormatAliases are the other names of ToolFormats, as the plugin
+// host resolves them.
+func toolFormatAliases() []string {
+	var out []string
+	for _, f := range builtin.FirstParties() {
+		if f.Kind == sdk.KindToolFormat && slices.Contains(ToolFormats, f.Name) {
+			out = append(out, f.Aliases...)
+		}
+	}
+	return out
 }
 
 // task is one distinct task of the splits written.
@@ -129,6 +149,8 @@ type task struct {
 // <split>.parquet per split into outDir. Every prompt is rendered and
 // counted before any file is written; a refusal writes nothing.
 func Write(ctx context.Context, cat Catalog, tmpl *ChatTemplate, counter Counter, outDir string, o Options) (*Result, error) {
+	// The plugin host's resolution of names: qwen3coder is qwen3_coder.
+	o.ToolFormat = builtin.CanonicalName(sdk.KindToolFormat, o.ToolFormat)
 	if err := o.check(); err != nil {
 		return nil, err
 	}

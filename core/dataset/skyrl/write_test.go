@@ -314,7 +314,7 @@ func TestWriteRefusals(t *testing.T) {
 	}, {
 		name:  "unknown tool format",
 		setup: func(_ *fakeServer, o *Options, _ *string) { o.ToolFormat = "json" },
-		wants: []string{`--tool-format "json": want one of hermes, qwen3_coder`},
+		wants: []string{`--tool-format "json": want one of hermes, qwen3_coder (or another name of one: qwen3coder, qwen3-coder)`},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			f, srv := newFakeServer(t)
@@ -354,6 +354,31 @@ func TestWriteRefusals(t *testing.T) {
 			}
 			if entries, _ := os.ReadDir(out); len(entries) != 0 {
 				t.Fatalf("a refusal left %v", entries)
+			}
+		})
+	}
+}
+
+// The tool format's other names, as serve, eval and play take them, are
+// the format's: the rows record its canonical name.
+func TestWriteResolvesToolFormatNames(t *testing.T) {
+	tmpl := qwen3Template(t)
+	for _, name := range []string{"qwen3_coder", "qwen3coder", "qwen3-coder"} {
+		t.Run(name, func(t *testing.T) {
+			_, srv := newFakeServer(t)
+			cat, err := NewHTTPCatalog(srv.URL, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := testOptions(srv.URL)
+			o.ToolFormat = name
+			out := filepath.Join(t.TempDir(), "data")
+			if _, err := Write(context.Background(), cat, tmpl, wordCounter{}, out, o); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := ReadRows(filepath.Join(out, "all.parquet"))
+			if err != nil || len(rows) == 0 || rows[0].Server.ToolFormat != "qwen3_coder" {
+				t.Fatalf("rows %+v, %v; want tool_format qwen3_coder", rows, err)
 			}
 		})
 	}
