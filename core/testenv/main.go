@@ -13,6 +13,10 @@
 //	TESTENV_GRADE_TEXT=s    grade answers s instead of a number
 //	TESTENV_PAGE_SIZE=n     list tools n per page
 //	TESTENV_PREFIX=p        prefix every tool name with p (two envs in one task)
+//	TESTENV_JSON_RESPONSE=1 answer calls with plain JSON bodies, not SSE streams
+//
+// flood returns a result of any size (to test the limits on what an env
+// sends back).
 package main
 
 import (
@@ -26,6 +30,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -68,6 +73,12 @@ type sleepIn struct {
 }
 
 type empty struct{}
+
+type floodIn struct {
+	Bytes int    `json:"bytes" jsonschema:"bytes of text in each part"`
+	Parts int    `json:"parts,omitempty" jsonschema:"text parts (default 1)"`
+	Char  string `json:"char,omitempty" jsonschema:"the text repeated (default x)"`
+}
 
 func text(format string, args ...any) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
@@ -141,6 +152,19 @@ func newServer(p *puzzle) *mcp.Server {
 			os.Exit(3)
 			return nil, nil, nil
 		})
+	mcp.AddTool(s, tool("flood", "Return parts text parts of bytes bytes each."),
+		func(_ context.Context, _ *mcp.CallToolRequest, in floodIn) (*mcp.CallToolResult, any, error) {
+			parts, char := max(in.Parts, 1), in.Char
+			if char == "" {
+				char = "x"
+			}
+			part := strings.Repeat(char, max(in.Bytes, 0)/len(char))
+			res := &mcp.CallToolResult{}
+			for range parts {
+				res.Content = append(res.Content, &mcp.TextContent{Text: part})
+			}
+			return res, nil, nil
+		})
 	mcp.AddTool(s, tool("grade", "Score the episode: 1 when the value or a guess hit the target, else 0."),
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
 			if os.Getenv("TESTENV_GRADE_ERROR") == "1" {
@@ -199,7 +223,8 @@ func main() {
 	p := &puzzle{}
 	server := newServer(p)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	hopts := &mcp.StreamableHTTPOptions{JSONResponse: os.Getenv("TESTENV_JSON_RESPONSE") == "1"}
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, hopts))
 	fmt.Fprintf(os.Stderr, "testenv: listening on %s\n", ln.Addr())
 	if err := http.Serve(ln, mux); err != nil {
 		log.Fatalf("testenv: %v", err)
