@@ -43,12 +43,16 @@ type Options struct {
 	RetryInterval time.Duration
 	// ClientName is sent in initialize (default "agentenv").
 	ClientName string
+	// MaxResultBytes bounds what Call and CallTool read of a tool's answer
+	// (see CallLimited; 0 = no bound).
+	MaxResultBytes int64
 }
 
 // Client is a live MCP session with one env. Its methods are safe for
 // concurrent use.
 type Client struct {
 	endpoint  string
+	limit     int64 // Options.MaxResultBytes
 	transport *http.Transport
 	session   *mcp.ClientSession
 	closeOnce sync.Once
@@ -114,7 +118,7 @@ func connectOnce(ctx context.Context, url string, opts Options) (*Client, error)
 		tr.CloseIdleConnections()
 		return nil, err
 	}
-	return &Client{endpoint: url, transport: tr, session: session}, nil
+	return &Client{endpoint: url, limit: opts.MaxResultBytes, transport: tr, session: session}, nil
 }
 
 // Endpoint is the MCP URL the client talks to.
@@ -167,9 +171,10 @@ func (c *Client) CallTool(ctx context.Context, name string, arguments json.RawMe
 }
 
 // Call calls a tool with arguments already decoded (numbers may be
-// json.Number, sent as written), within timeout (0 = ctx's deadline only).
+// json.Number, sent as written), within timeout (0 = ctx's deadline only),
+// reading at most Options.MaxResultBytes of its answer.
 func (c *Client) Call(ctx context.Context, name string, args map[string]any, timeout time.Duration) (Result, error) {
-	return c.CallLimited(ctx, name, args, timeout, 0)
+	return c.CallLimited(ctx, name, args, timeout, c.limit)
 }
 
 // CallLimited is Call reading at most about limit bytes of string content

@@ -129,6 +129,9 @@ func NewEngine(cfg Config) (*Engine, error) {
 		{&cfg.TeardownRetry, DefaultTeardownRetry},
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
+	if err := cfg.Limits.check(); err != nil {
+		return nil, fmt.Errorf("episode engine: %w", err)
+	}
 	for _, d := range defaults {
 		if *d.d <= 0 {
 			*d.d = d.def

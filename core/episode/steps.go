@@ -92,7 +92,7 @@ func (e *Engine) deployCounted(ctx context.Context, name string, labels map[stri
 		}
 		return nil, err
 	}
-	le.client, err = envclient.Connect(ctx, sb.Endpoint, envclient.Options{})
+	le.client, err = envclient.Connect(ctx, sb.Endpoint, envclient.Options{MaxResultBytes: e.cfg.Limits.MaxResultBytes})
 	if err != nil {
 		return fail(fmt.Errorf("env %q deployed as %s but its MCP server does not answer: %w", name, sb.ID, err))
 	}
