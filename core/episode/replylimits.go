@@ -87,9 +87,9 @@ func (l Limits) check() error {
 type replyReport struct {
 	obs     *Observation
 	limits  Limits
-	errors  int // errors reported
-	omitted int // errors left out
-	run     int // calls admitted to run
+	errors  int   // errors reported
+	omitted int   // errors left out
+	run     int   // calls admitted to run
 	sent    int64 // bytes of tool results in the answer, JSON-encoded
 }
 
