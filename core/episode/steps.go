@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentenv/agentenv/core/bundle"
 	"github.com/agentenv/agentenv/core/envclient"
+	"github.com/agentenv/agentenv/core/pluginhost"
 	"github.com/agentenv/agentenv/sdk/sandbox"
 )
 
@@ -77,6 +78,17 @@ func (e *Engine) deployCounted(ctx context.Context, name string, labels map[stri
 	spec.Labels[sandbox.LabelCreated] = time.Now().UTC().Format(time.RFC3339)
 	start := time.Now()
 	sb, err := e.cfg.Sandbox.Deploy(ctx, spec)
+	if err != nil && errors.Is(err, pluginhost.ErrCrashed) && ctx.Err() == nil {
+		// One crash of the sandbox plugin fails every deploy in flight
+		// across the server: each goes again, once, on the restarted
+		// process (the call waits for the restart), under a new nonce so
+		// the first try's leftovers are reaped apart.
+		e.log.Warn("the sandbox plugin crashed during a deploy; deploying again on the restarted plugin", "env", name, "error", err)
+		e.reapDeploy(nonce)
+		nonce = newEpisodeID()
+		spec.Labels[sandbox.LabelDeploy] = nonce
+		sb, err = e.cfg.Sandbox.Deploy(ctx, spec)
+	}
 	if err != nil {
 		e.uncount()
 		e.reapDeploy(nonce)

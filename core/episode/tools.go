@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -210,6 +211,10 @@ func toolsOf(offer []*offered) []Tool {
 type toolsetEntry struct {
 	mu    sync.Mutex
 	tools []Tool
+	// A failed listing is remembered for ToolsetRetryAfter: catalogue
+	// GETs of a broken toolset would otherwise deploy its envs each time.
+	err      error
+	failedAt time.Time
 }
 
 // Tools returns the tools a toolset offers the model: the union over its
@@ -233,8 +238,18 @@ func (e *Engine) Tools(ctx context.Context, toolset string) ([]Tool, error) {
 	if entry.tools != nil {
 		return append([]Tool(nil), entry.tools...), nil
 	}
+	if entry.err != nil {
+		if left := e.cfg.ToolsetRetryAfter - time.Since(entry.failedAt); left > 0 {
+			return nil, &Error{Code: CodeOf(entry.err), Err: fmt.Errorf("%w (this listing failed %s ago; it is tried again in %s)",
+				entry.err, time.Since(entry.failedAt).Round(time.Second), left.Round(time.Second))}
+		}
+		entry.err = nil
+	}
 	tools, err := e.listToolset(ctx, ts)
 	if err != nil {
+		if ctx.Err() == nil { // a caller that left proves nothing of the toolset
+			entry.err, entry.failedAt = err, time.Now()
+		}
 		return nil, err
 	}
 	entry.tools = tools
