@@ -341,6 +341,10 @@ func (ep *episode) deploy(ctx context.Context, s *bundle.Step) error {
 	labels := map[string]string{sandbox.LabelEpisode: ep.id, sandbox.LabelTask: ep.task.ID}
 	le, err := ep.e.envFor(ctx, s.Env, labels)
 	if err != nil {
+		var b *briefError
+		if errors.As(err, &b) {
+			return withBrief(fmt.Errorf("deploy_env step %q: %w", s.ID, err), "deploy_env step %q: %s", s.ID, b.brief)
+		}
 		return fmt.Errorf("deploy_env step %q: %w", s.ID, err)
 	}
 	ep.mu.Lock()

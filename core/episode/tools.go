@@ -240,8 +240,13 @@ func (e *Engine) Tools(ctx context.Context, toolset string) ([]Tool, error) {
 	}
 	if entry.err != nil {
 		if left := e.cfg.ToolsetRetryAfter - time.Since(entry.failedAt); left > 0 {
+			cause := entry.err
+			var epErr *Error
+			if errors.As(cause, &epErr) && epErr.Err != nil {
+				cause = epErr.Err
+			}
 			return nil, &Error{Code: CodeOf(entry.err), Err: fmt.Errorf("%w (this listing failed %s ago; it is tried again in %s)",
-				entry.err, time.Since(entry.failedAt).Round(time.Second), left.Round(time.Second))}
+				cause, time.Since(entry.failedAt).Round(time.Second), left.Round(time.Second))}
 		}
 		entry.err = nil
 	}
@@ -267,7 +272,12 @@ func (e *Engine) listToolset(ctx context.Context, ts *bundle.Toolset) (tools []T
 	for _, name := range ts.Envs {
 		le, err := e.deployEnv(ctx, name, labels)
 		if err != nil {
-			return nil, &Error{Code: CodeDeploy, Err: fmt.Errorf("toolset %s (task %s): %w", ts.ID, ts.Task.ID, err)}
+			err = fmt.Errorf("toolset %s (task %s): %w", ts.ID, ts.Task.ID, err)
+			var b *briefError
+			if errors.As(err, &b) {
+				err = withBrief(err, "toolset %s: %s", ts.ID, b.brief)
+			}
+			return nil, &Error{Code: CodeDeploy, Err: err}
 		}
 		envs = append(envs, le)
 	}

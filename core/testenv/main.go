@@ -5,6 +5,7 @@
 // engine and sandboxes must survive:
 //
 //	TESTENV_FAIL_START=1    exit 2 before listening
+//	TESTENV_SAY=s           print s to stderr first (an env that logs a secret)
 //	TESTENV_START_DELAY=d   wait d (a Go duration) before listening
 //	TESTENV_IGNORE_TERM=1   ignore SIGTERM, so only SIGKILL stops it
 //	TESTENV_CHILD=1         start a child process (this binary, "child") in
@@ -190,6 +191,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "child" {
 		// A child that lives until its process group is killed.
 		select {}
+	}
+	if say := os.Getenv("TESTENV_SAY"); say != "" {
+		fmt.Fprintln(os.Stderr, say)
 	}
 	if os.Getenv("TESTENV_FAIL_START") == "1" {
 		fmt.Fprintln(os.Stderr, "testenv: failing to start as asked (TESTENV_FAIL_START=1)")
