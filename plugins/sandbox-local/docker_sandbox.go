@@ -179,6 +179,12 @@ func hostConfig(cfg Config, spec sandbox.Spec, img imageInfo, netName string, po
 	// Scratch space either way (an image FROM scratch has no /tmp).
 	hc.Tmpfs = map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%dm", cfg.TmpfsMB)}
 	hc.ReadonlyRootfs = !img.writableRoot
+	if cfg.LogMaxMB > 0 {
+		// The engine's own log driver would keep all a flooding env
+		// writes; json-file rotates, and `docker logs` still reads it.
+		hc.LogConfig = container.LogConfig{Type: "json-file", Config: map[string]string{
+			"max-size": fmt.Sprintf("%dk", max(cfg.LogMaxMB<<10/2, 1)), "max-file": "2"}}
+	}
 	return hc
 }
 
