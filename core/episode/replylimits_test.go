@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -177,5 +180,24 @@ func TestReplyResultCapIsBounded(t *testing.T) {
 		Limits: episode.Limits{MaxReplyResultBytes: episode.MaxReplyResultBytesCap + 1}})
 	if err == nil || !strings.Contains(err.Error(), "64 MiB frame") {
 		t.Fatalf("NewEngine = %v, want a refusal naming the frame limit", err)
+	}
+}
+
+// The SkyRL client's frame limit is the one the engine's reply bound is
+// sized for: a frame past the client's kills its session (close 1006).
+func TestClientFrameLimitMatchesTheSkyRLClient(t *testing.T) {
+	src, err := os.ReadFile("../../integrations/skyrl/agentenv_skyrl/session.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^_MAX_FRAME = (\d+) << 20$`).FindSubmatch(src)
+	if m == nil {
+		t.Fatal("session.py has no line _MAX_FRAME = N << 20")
+	}
+	if mib, _ := strconv.Atoi(string(m[1])); mib<<20 != episode.ClientFrameLimit {
+		t.Fatalf("the SkyRL client takes frames up to %d MiB, the engine is sized for %d MiB", mib, episode.ClientFrameLimit>>20)
+	}
+	if episode.MaxReplyResultBytesCap+(2<<20) > episode.ClientFrameLimit/6*5 {
+		t.Fatalf("a reply's results (%d) leave too little of the frame for the rest", episode.MaxReplyResultBytesCap)
 	}
 }
