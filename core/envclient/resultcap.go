@@ -88,8 +88,20 @@ func (r *cutReader) Read(p []byte) (int, error) {
 			r.buf = make([]byte, chunkSize)
 		}
 		n, err := r.src.Read(r.buf)
-		for _, b := range r.buf[:n] {
-			r.feed(b)
+		chunk := r.buf[:n]
+		for i := 0; i < len(chunk); i++ {
+			if r.j.dropping() && !r.lineStart {
+				// The bulk of a huge result: skip to what can end the
+				// string (or the SSE line) without a look at each byte.
+				k := bytes.IndexAny(chunk[i:], "\"\\\n")
+				if k < 0 {
+					r.j.c.cut.Add(int64(len(chunk) - i))
+					break
+				}
+				r.j.c.cut.Add(int64(k))
+				i += k
+			}
+			r.feed(chunk[i])
 		}
 		r.err = err
 	}
@@ -177,6 +189,12 @@ func newJSONCut(c *callCut) *jsonCut {
 // reset readies the cutter for the next message of a stream.
 func (j *jsonCut) reset() {
 	j.stack, j.expectKey, j.inString, j.escLetter, j.hexLeft, j.skipDepth, j.inKey = j.stack[:0], false, false, false, 0, 0, false
+}
+
+// dropping says whether the cutter is inside a string past its
+// allowance, where every byte but a quote or a backslash is dropped.
+func (j *jsonCut) dropping() bool {
+	return j.inString && !j.keeping && !j.escLetter && j.hexLeft == 0
 }
 
 func (j *jsonCut) emit(out *bytes.Buffer, b byte) {
