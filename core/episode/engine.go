@@ -25,6 +25,9 @@ const (
 	DefaultVerifyTimeout   = 2 * time.Minute
 	DefaultTeardownTimeout = 30 * time.Second
 	DefaultTeardownRetry   = 5 * time.Minute
+	// DefaultToolsetRetryAfter is how long a toolset whose listing failed
+	// answers with that failure before deploying its envs again.
+	DefaultToolsetRetryAfter = 30 * time.Second
 )
 
 // Config is what an Engine plays episodes with.
@@ -52,6 +55,9 @@ type Config struct {
 	// TeardownRetry bounds how long a failed teardown (the sandbox plugin
 	// crashed or is restarting) is retried in the background (0 = 5m).
 	TeardownRetry time.Duration
+	// ToolsetRetryAfter is how long a failed toolset listing is answered
+	// from memory before it is tried again (0 = 30s).
+	ToolsetRetryAfter time.Duration
 
 	Limits Limits // what one reply may cost; zero fields take the defaults
 
@@ -126,9 +132,12 @@ func NewEngine(cfg Config) (*Engine, error) {
 	}{
 		{&cfg.DeployTimeout, DefaultDeployTimeout}, {&cfg.ToolCallTimeout, DefaultToolCallTimeout},
 		{&cfg.VerifyTimeout, DefaultVerifyTimeout}, {&cfg.TeardownTimeout, DefaultTeardownTimeout},
-		{&cfg.TeardownRetry, DefaultTeardownRetry},
+		{&cfg.TeardownRetry, DefaultTeardownRetry}, {&cfg.ToolsetRetryAfter, DefaultToolsetRetryAfter},
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
+	if err := cfg.Limits.check(); err != nil {
+		return nil, fmt.Errorf("episode engine: %w", err)
+	}
 	for _, d := range defaults {
 		if *d.d <= 0 {
 			*d.d = d.def

@@ -223,16 +223,18 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 			rep.fail(c.Name + " cannot be called now.")
 			continue
 		}
-		res, err := o.env.client.Call(ctx, c.Name, args, ep.e.cfg.ToolCallTimeout)
+		// The answer is read no further than this result may hold: the
+		// rest streams past unread.
+		res, err := o.env.client.CallLimited(ctx, c.Name, args, ep.e.cfg.ToolCallTimeout, max(rep.resultRoom(), 1))
 		if err != nil {
 			return &Error{Code: CodeExecution, Err: fmt.Errorf("env %q: %w", o.env.name, err)}
 		}
+		prefix := ""
 		if res.IsError {
 			ep.toolErrs++
-			tool("Error: " + res.Text)
-			continue
+			prefix = "Error: "
 		}
-		tool(res.Text)
+		rep.toolResult(prefix, res.Text, res.Cut)
 	}
 	rep.finish()
 	if !ended && len(parsed.Calls) == 0 && len(parsed.Unparsed) == 0 && parsed.CallsOmitted == 0 {
@@ -339,6 +341,10 @@ func (ep *episode) deploy(ctx context.Context, s *bundle.Step) error {
 	labels := map[string]string{sandbox.LabelEpisode: ep.id, sandbox.LabelTask: ep.task.ID}
 	le, err := ep.e.envFor(ctx, s.Env, labels)
 	if err != nil {
+		var b *briefError
+		if errors.As(err, &b) {
+			return withBrief(fmt.Errorf("deploy_env step %q: %w", s.ID, err), "deploy_env step %q: %s", s.ID, b.brief)
+		}
 		return fmt.Errorf("deploy_env step %q: %w", s.ID, err)
 	}
 	ep.mu.Lock()

@@ -58,13 +58,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// testBundle writes a one-task bundle whose env is the test env.
-func testBundle(t *testing.T) string {
+// testBundle writes a one-task bundle whose env is the test env, with
+// extra lines in its env.toml.
+func testBundle(t *testing.T, envExtra ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	files := map[string]string{
 		"README.md":             "A test bundle for the runtime.\n",
-		"envs/testenv/env.toml": fmt.Sprintf("command = [%q]\n", testenvBin),
+		"envs/testenv/env.toml": fmt.Sprintf("command = [%q]\n", testenvBin) + strings.Join(envExtra, "\n") + "\n",
 		"tasks/puzzle.json": `[
   {"id": "env", "type": "deploy_env", "env": "testenv"},
   {"id": "load", "type": "call_tool", "tool": "load_puzzle", "arguments": {"target": 5, "start": 2}},
@@ -85,12 +86,12 @@ func testBundle(t *testing.T) string {
 	return dir
 }
 
-func openRuntime(t *testing.T) *Runtime {
+func openRuntime(t *testing.T, envExtra ...string) *Runtime {
 	t.Helper()
 	cfg, _ := json.Marshal(map[string]string{"state_dir": t.TempDir(), "grace": "1s"})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rt, err := Open(ctx, testBundle(t), Options{
+	rt, err := Open(ctx, testBundle(t, envExtra...), Options{
 		SandboxConfig: cfg, ToolFormat: "hermes", ServerID: "runtime-test", ServersDir: t.TempDir(),
 		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
 		Plugins: pluginhost.Options{

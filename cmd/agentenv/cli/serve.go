@@ -77,6 +77,7 @@ Flags override the [serve] table of --config. See docs/serving.md.`,
 	f.StringVar(&configFile, "config", "", "TOML file whose [serve] table sets any of these flags")
 	f.BoolVar(&o.LogJSON, "log-json", o.LogJSON, "log JSON lines instead of text")
 	f.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: trace, debug, info, warn, error")
+	f.BoolVar(&o.ErrorDetail, "error-detail", o.ErrorDetail, "send clients the full detail of DEPLOY_FAILED (server paths, env command lines and output, which may print secrets); for a server only you use. Without it clients get the env and a short cause, and the log the detail")
 	o.Limits.addFlags(f)
 	return cmd
 }
@@ -160,6 +161,7 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 		Logger:            log.Named("server"),
 		PluginRestarts:    func() float64 { return float64(rt.Restarts()) },
 		HTTP:              o.Limits.httpLimits(),
+		ErrorDetail:       o.ErrorDetail,
 		MaxQueuedFrames:   o.Limits.MaxQueuedMessages,
 		Readiness:         ready,
 	})
