@@ -102,7 +102,11 @@ func TestSkyrlRowsEndToEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := counter.Count(text); n > longest {
+			n, err := counter.Count(text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n > longest {
 				longest, longestTask = n, r.Episode.TaskID
 			}
 		}

@@ -17,9 +17,10 @@ import (
 // Counter counts the tokens of a rendered prompt as the model's tokenizer
 // does (apply_chat_template(..., tokenize=True)): special tokens written
 // in the text, such as <|im_start|>, count as one each. It must be safe
-// for concurrent use.
+// for concurrent use. It fails on a tokenizer that cannot count the text
+// (a Split pattern that backtracks without end).
 type Counter interface {
-	Count(text string) int
+	Count(text string) (int, error)
 }
 
 // ToolFormats are the tool-call formats the env reads.
@@ -335,7 +336,13 @@ func renderTasks(ctx context.Context, cat Catalog, tmpl *ChatTemplate, counter C
 			if t.prompt, err = tmpl.TaskPrompt(t.id, t.toolset, info.Prompt, tools[t.toolset], o.Kwargs); err != nil {
 				return err
 			}
-			t.length = PromptLength{TaskID: t.id, Tokens: counter.Count(t.prompt.Text), FilterTokens: counter.Count(t.prompt.FilterText)}
+			t.length = PromptLength{TaskID: t.id}
+			if t.length.Tokens, err = counter.Count(t.prompt.Text); err == nil {
+				t.length.FilterTokens, err = counter.Count(t.prompt.FilterText)
+			}
+			if err != nil {
+				return fmt.Errorf("task %s: count the prompt's tokens: %w", t.id, err)
+			}
 			t.prompt.Text, t.prompt.FilterText = "", "" // counted; free them
 			if o.Progress != nil {
 				mu.Lock()

@@ -22,7 +22,7 @@ import (
 // wordCounter stands in for the model's tokenizer: a token a word.
 type wordCounter struct{}
 
-func (wordCounter) Count(s string) int { return len(strings.Fields(s)) }
+func (wordCounter) Count(s string) (int, error) { return len(strings.Fields(s)), nil }
 
 // fakeServer serves a small catalogue over agentenv serve's endpoints:
 // train has two tasks, eval one, all three; two toolsets.
