@@ -131,6 +131,16 @@ func TestWriteRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "data")
+	// What a run killed mid-write left (writer pid gone): this run removes it.
+	os.MkdirAll(out, 0o755)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	leftover := filepath.Join(out, fmt.Sprintf(".all.parquet.tmp-%d-12345", dead.Process.Pid))
+	if err := os.WriteFile(leftover, []byte("PAR1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	o := testOptions(srv.URL + "/")
 	o.TokenVar = "MY_TOKEN"
 	var progress []int
