@@ -47,6 +47,9 @@ type jsonValue struct {
 	// and Python's does not; escText: a string holds the text \u2028 or
 	// \u2029, which would make those escapes ambiguous in the output.
 	lineSep, escText bool
+	// prefix starts the ids of this document's holes; a worker parsing
+	// the same document again takes the same one.
+	prefix string
 }
 
 var holePrefix atomic.Int64
@@ -55,9 +58,14 @@ var holePrefix atomic.Int64
 // *jinja.Dict, as Python's dict keeps it) and int versus float (as
 // Python's json.loads does). what names the document in errors.
 func parseJSONValue(raw []byte, what string) (*jsonValue, error) {
+	return parseJSONValueAs(raw, what, strconv.FormatInt(holePrefix.Add(1), 10))
+}
+
+// parseJSONValueAs is parseJSONValue with the holes' id prefix given.
+func parseJSONValueAs(raw []byte, what, prefix string) (*jsonValue, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	p := &jsonParser{dec: dec, v: &jsonValue{holes: map[string]hole{}}, prefix: strconv.FormatInt(holePrefix.Add(1), 10)}
+	p := &jsonParser{dec: dec, v: &jsonValue{holes: map[string]hole{}, prefix: prefix}, prefix: prefix}
 	plain, marked, err := p.value(what)
 	if err != nil {
 		return nil, err
