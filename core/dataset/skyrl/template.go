@@ -124,8 +124,17 @@ type Tools struct {
 	id    string // names raw for the workers, which keep each one parsed
 }
 
+// MaxToolsBytes bounds a toolset's tools: every prompt of the toolset
+// carries them, and 2 MiB of schemas is some 500,000 tokens, past any
+// model's context; a larger list would only cost minutes and gigabytes per
+// prompt before the length check refused it.
+const MaxToolsBytes = 2 << 20
+
 // ParseTools reads a JSON list of tools; what names it in errors.
 func ParseTools(raw []byte, what string) (Tools, error) {
+	if len(raw) > MaxToolsBytes {
+		return Tools{}, fmt.Errorf("%s: %d bytes of tool schemas, over the bound of %d (about 500,000 tokens, longer than a model's context, which every prompt would carry): give the toolset fewer or shorter tools", what, len(raw), MaxToolsBytes)
+	}
 	v, err := parseJSONValue(raw, what)
 	if err != nil {
 		return Tools{}, err
@@ -224,7 +233,7 @@ func holeError(parts []*jsonValue, err error) error {
 	var paths []string
 	for _, p := range parts {
 		for _, h := range p.holes {
-			paths = append(paths, fmt.Sprintf("%s (transformers prints %s, the Go template engine %s)", h.path, h.pyText, printedGo(h)))
+			paths = append(paths, fmt.Sprintf("%s (transformers prints %s, the Go template engine %s)", h.at, h.pyText, printedGo(h)))
 		}
 	}
 	sort.Strings(paths)
