@@ -35,7 +35,7 @@ const (
 // hole is one value the engine prints unlike Python, in each form.
 type hole struct {
 	at                     *jsonPath // where it is, for errors: tools[0].function.parameters...
-	goJSON, goText, goRepr string // tojson, {{ }}, inside a printed list or dict
+	goJSON, goText, goRepr string    // tojson, {{ }}, inside a printed list or dict
 	pyJSON, pyText, pyRepr string
 }
 
