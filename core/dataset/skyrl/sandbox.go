@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -139,6 +140,10 @@ func (p *renderPool) start() (*worker, error) {
 	// GOTRACEBACK=none: a worker's fatal error is one line, not a trace
 	// of thousands of frames.
 	cmd.Env = append(os.Environ(), workerEnv+"=1", "GOTRACEBACK=none", "GOMAXPROCS=2")
+	// Its own process group: a Ctrl-C meant for this command (which eval
+	// answers with a summary) must not kill a render mid-way; the worker
+	// ends when its input closes, as it does when this process exits.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	w := &worker{cmd: cmd, stderr: &tail{max: 4 << 10}, exited: make(chan struct{})}
 	cmd.Stderr = w.stderr
 	in, err := cmd.StdinPipe()

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 	"time"
 
 	"github.com/ardanlabs/jinja"
@@ -34,6 +35,8 @@ const (
 	workerMaxStack = 64 << 20
 	// exitOverMemory is the worker's exit status when the watchdog ends it.
 	exitOverMemory = 3
+	// exitOrphaned is its exit status when it ends itself, its host gone.
+	exitOrphaned = 4
 	// maxRange is the most items range() makes, as in Jinja2's sandbox,
 	// which transformers renders with (MAX_RANGE): a larger range is
 	// refused at once, not built item by item.
@@ -58,6 +61,10 @@ type workerInit struct {
 	Template  string
 	Special   map[string]string // bos_token, ...: those the model has
 	MaxMemory uint64
+	// Timeout is the host's bound on a render, which kills the worker
+	// past it; the worker ends itself past twice it, should the host be
+	// gone (killed) and unable to.
+	Timeout time.Duration
 }
 
 // renderRequest is one render. The tools are sent the first time a
@@ -99,7 +106,8 @@ func runWorker(in io.Reader, out io.Writer) int {
 	if dec.Decode(&init) != nil {
 		return 1
 	}
-	go watchMemory(init.MaxMemory, 5*time.Millisecond)
+	var busySince atomic.Int64 // UnixNano of the render under way; 0 between
+	go watch(init, &busySince, os.Getppid(), 5*time.Millisecond)
 	r, err := newRenderer(init)
 	if err != nil {
 		send(renderReply{Err: err.Error()})
@@ -114,23 +122,32 @@ func runWorker(in io.Reader, out io.Writer) int {
 		if err := dec.Decode(&req); err != nil {
 			return 0 // the host closed the pipe: done
 		}
-		if !send(r.serve(&req, tools)) {
+		busySince.Store(time.Now().UnixNano())
+		rep := r.serve(&req, tools)
+		busySince.Store(0)
+		if !send(rep) {
 			return 1
 		}
 	}
 }
 
-// watchMemory ends the process once the memory the runtime holds passes
-// max: a render that grows a string or a list without end is stopped a
-// few milliseconds past the bound (a single huge allocation is counted as
-// soon as it is made, before it is written).
-func watchMemory(max uint64, every time.Duration) {
+// watch ends the process once the memory the runtime holds passes the
+// bound: a render that grows a string or a list without end is stopped a
+// few milliseconds past it (a single huge allocation is counted as soon
+// as it is made, before it is written). It also ends a worker whose host
+// is gone (its parent changed) in the middle of a render, or whose render
+// ran past twice the host's time bound: the host would have killed it.
+func watch(init workerInit, busySince *atomic.Int64, parent int, every time.Duration) {
 	samples := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	for range time.Tick(every) {
 		metrics.Read(samples)
-		if held := samples[0].Value.Uint64() - samples[1].Value.Uint64(); held > max {
-			fmt.Fprintf(os.Stderr, "agentenv chat template worker: %d bytes held, over the bound of %d\n", held, max)
+		if held := samples[0].Value.Uint64() - samples[1].Value.Uint64(); held > init.MaxMemory {
+			fmt.Fprintf(os.Stderr, "agentenv chat template worker: %d bytes held, over the bound of %d\n", held, init.MaxMemory)
 			os.Exit(exitOverMemory)
+		}
+		since := busySince.Load()
+		if since != 0 && (os.Getppid() != parent || init.Timeout > 0 && time.Since(time.Unix(0, since)) > 2*init.Timeout) {
+			os.Exit(exitOrphaned)
 		}
 	}
 }

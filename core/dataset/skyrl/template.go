@@ -61,7 +61,7 @@ func NewChatTemplate(cfg TokenizerConfig) (*ChatTemplate, error) {
 	if strings.Contains(cfg.ChatTemplate, holeStart) {
 		return nil, errors.New("the chat template holds U+E000, which the writer uses as a marker")
 	}
-	init := workerInit{Template: cfg.ChatTemplate, Special: map[string]string{}, MaxMemory: workerMaxMemory}
+	init := workerInit{Template: cfg.ChatTemplate, Special: map[string]string{}, MaxMemory: workerMaxMemory, Timeout: renderTimeout}
 	// transformers passes the special tokens the tokenizer has
 	// (special_tokens_map): a token it lacks is undefined, not "".
 	for name, tok := range map[string]string{"bos_token": cfg.BOSToken, "eos_token": cfg.EOSToken, "pad_token": cfg.PadToken, "unk_token": cfg.UnkToken} {
