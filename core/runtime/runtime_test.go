@@ -81,19 +81,26 @@ func testBundle(t *testing.T) string {
 	return dir
 }
 
-func openRuntime(t *testing.T) *Runtime {
+func openRuntime(t *testing.T) *Runtime { return openRuntimeWith(t, nil) }
+
+// openRuntimeWith is openRuntime with tune adjusting the options.
+func openRuntimeWith(t *testing.T, tune func(*Options)) *Runtime {
 	t.Helper()
 	cfg, _ := json.Marshal(map[string]string{"state_dir": t.TempDir(), "grace": "1s"})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rt, err := Open(ctx, testBundle(t), Options{
+	o := Options{
 		SandboxConfig: cfg, ToolFormat: "hermes", ServerID: "runtime-test", ServersDir: t.TempDir(),
 		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
 		Plugins: pluginhost.Options{
 			SelfExe: "/nonexistent/agentenv", SearchPath: []string{pluginDir}, Builtins: []string{},
 			CachePath: "-", PollInterval: 50 * time.Millisecond,
 		},
-	})
+	}
+	if tune != nil {
+		tune(&o)
+	}
+	rt, err := Open(ctx, testBundle(t), o)
 	if err != nil {
 		t.Fatal(err)
 	}

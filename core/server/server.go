@@ -79,6 +79,10 @@ type Options struct {
 	PluginRestarts func() float64
 	// HTTP bounds what idle or slow connections hold (limits.go).
 	HTTP HTTPLimits
+	// Metrics are the series /metrics serves (nil = new ones). Give the
+	// episode engine the same ones as its Observer for phase timings and
+	// outcomes; a Metrics serves one Server.
+	Metrics *Metrics
 }
 
 // Server is an OpenEnv server over a Player. Use Handler with your own
@@ -87,7 +91,7 @@ type Server struct {
 	opts     Options
 	log      hclog.Logger
 	token    tokenCheck
-	metrics  *metrics
+	metrics  *Metrics
 	adm      *admission
 	conns    *connLimiter
 	upgrader websocket.Upgrader
@@ -144,11 +148,15 @@ func New(opts Options) (*Server, error) {
 		opts:     opts,
 		log:      opts.Logger,
 		token:    newTokenCheck(opts.Token),
-		metrics:  newMetrics(opts.PluginRestarts),
+		metrics:  opts.Metrics,
 		sessions: map[*session]struct{}{},
 		stopping: make(chan struct{}),
 	}
 	s.opts.Token = "" // only the digest stays
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
+	s.metrics.registerRestarts(opts.PluginRestarts)
 	s.conns = newConnLimiter(opts.HTTP.MaxConnections, s.metrics.reg, s.log)
 	s.adm = newAdmission(opts.MaxConcurrentEnvs, func(active, queued int) {
 		s.metrics.live.Set(float64(active))
