@@ -18,6 +18,11 @@
 //
 //	go run ./bench/trainstep --sandboxes process,docker,docker-warm,ecs -n 32 -c 8 -g 4 -t 4 --steps 2
 //
+// `trainstep sessions` measures one server holding thousands of sessions
+// (sessions.go):
+//
+//	go run ./bench/trainstep sessions --idle 10000 --live 2000 --episodes 20000
+//
 // Kubernetes joins as one more entry of the sandboxes table (sandboxes.go)
 // once plugins/sandbox-k8s lands: its serve flags and its floor (a bare pod).
 package main
@@ -49,7 +54,11 @@ type options struct {
 }
 
 func main() {
-	if err := run(); err != nil {
+	do := run
+	if len(os.Args) > 1 && os.Args[1] == "sessions" {
+		do = func() error { return runSessions(os.Args[2:]) }
+	}
+	if err := do(); err != nil {
 		fmt.Fprintln(os.Stderr, "trainstep:", err)
 		os.Exit(1)
 	}

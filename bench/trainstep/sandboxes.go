@@ -336,7 +336,7 @@ func scrapeSum(url, metric, match string) float64 {
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.HasPrefix(line, metric+"{") && strings.Contains(line, match) {
+		if (strings.HasPrefix(line, metric+"{") || strings.HasPrefix(line, metric+" ")) && strings.Contains(line, match) {
 			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 			sum += v
 		}
