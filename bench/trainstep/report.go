@@ -48,13 +48,13 @@ func (r *report) print(w io.Writer, o options) {
 	fmt.Fprintf(w, "## %s\n\n", r.sandbox)
 	floor := median(r.floorDeploy)
 	if r.floorName != "" {
-		fmt.Fprintf(w, "floor: bare deploy (%s) to MCP ready, median of %d: %.1f ms; bare MCP call (get_prices), median of %d: %.2f ms\n\n",
-			r.floorName, len(r.floorDeploy), ms(floor), len(r.floorCall), ms(median(r.floorCall)))
+		fmt.Fprintf(w, "floor: bare deploy (%s) to MCP ready, %d of them %d at once, median: %.1f ms; bare MCP call (get_prices), median of %d: %.2f ms\n\n",
+			r.floorName, len(r.floorDeploy), min(o.c, len(r.floorDeploy)), ms(floor), len(r.floorCall), ms(median(r.floorCall)))
 	}
-	fmt.Fprintln(w, "| step | wall s | rollouts | replays | failed | env s/rollout p50 | p99 | deploy+ready p50 ms | step p50 ms (tool) | verify p50 ms | queue p50 ms | env/(floor+tool+setup+verify) | server CPU s | CPU ×256/N, % of 70 s | peak RSS MiB |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| step | wall s | rollouts | replays | failed | env s/rollout p50 | p99 | deploy p50 ms | ready p50 ms | step p50 ms (tool) | verify p50 ms | queue p50 ms | env/(floor+tool+setup+verify) | server CPU s | CPU ×256/N, % of 70 s | peak RSS MiB |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for i, st := range r.steps {
-		var env, dr, stepT, tool, verify, queue, ratio []float64
+		var env, dep, rdy, stepT, tool, verify, queue, ratio []float64
 		replays, failed := 0, 0
 		for _, ro := range st.rollouts {
 			replays += max(ro.attempts-1, 0)
@@ -70,7 +70,8 @@ func (r *report) print(w io.Writer, o options) {
 				}
 			}
 			env = append(env, total)
-			dr = append(dr, (t["deploy"]+t["ready"])*1e3)
+			dep = append(dep, t["deploy"]*1e3)
+			rdy = append(rdy, t["ready"]*1e3)
 			stepT = append(stepT, t["step"]*1e3)
 			tool = append(tool, t["tool"]*1e3)
 			verify = append(verify, t["verify"]*1e3)
@@ -79,9 +80,9 @@ func (r *report) print(w io.Writer, o options) {
 				ratio = append(ratio, total/(floor.Seconds()+t["tool"]+t["setup"]+t["verify"]))
 			}
 		}
-		fmt.Fprintf(w, "| %d | %.2f | %d | %d | %d | %.3f | %.3f | %.1f | %.1f (%.1f) | %.1f | %.1f | %.2f | %.2f | %.3f | %.0f |\n",
+		fmt.Fprintf(w, "| %d | %.2f | %d | %d | %d | %.3f | %.3f | %.1f | %.1f | %.1f (%.1f) | %.1f | %.1f | %.2f | %.2f | %.3f | %.0f |\n",
 			i+1, st.wall.Seconds(), len(st.rollouts), replays, failed, quantile(env, 0.5), quantile(env, 0.99),
-			quantile(dr, 0.5), quantile(stepT, 0.5), quantile(tool, 0.5), quantile(verify, 0.5), quantile(queue, 0.5),
+			quantile(dep, 0.5), quantile(rdy, 0.5), quantile(stepT, 0.5), quantile(tool, 0.5), quantile(verify, 0.5), quantile(queue, 0.5),
 			quantile(ratio, 0.5), st.cpu.Seconds(), 100*st.cpu.Seconds()*256/float64(len(st.rollouts))/seedStep.Seconds(), float64(st.peakRSS)/(1<<20))
 	}
 	fmt.Fprintln(w)

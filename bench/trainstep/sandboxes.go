@@ -199,6 +199,48 @@ func bareCall(ctx context.Context, c *envclient.Client, o options, n int) ([]tim
 	return out, nil
 }
 
+// floorRuns runs o.floors bare deploys, o.c at once as the step deploys
+// (the machine's contention is then the same), and the MCP floor on the
+// first env. one deploys env i and returns its time to MCP ready, the
+// ready client, and how to remove it (not timed).
+func floorRuns(ctx context.Context, o options, one func(ctx context.Context, i int) (time.Duration, *envclient.Client, func(), error)) ([]time.Duration, []time.Duration, error) {
+	n := max(o.floors, 1)
+	deploys := make([]time.Duration, n)
+	var calls []time.Duration
+	err := parallel(n, o.c, func(i int) error {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		d, c, remove, err := one(rctx, i)
+		if remove != nil {
+			defer remove()
+		}
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		deploys[i] = d
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	// The MCP floor, alone: one env, calls one after another.
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	_, c, remove, err := one(rctx, n)
+	if remove != nil {
+		defer remove()
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	defer c.Close()
+	if calls, err = bareCall(rctx, c, o, n*8); err != nil {
+		return nil, nil, err
+	}
+	return deploys, calls, nil
+}
+
 func processFloor(ctx context.Context, o options, s *setup) ([]time.Duration, []time.Duration, error) {
 	// The server builds the env on its first start; build it here first
 	// so the floor times a start, not a compile.
@@ -209,11 +251,10 @@ func processFloor(ctx context.Context, o options, s *setup) ([]time.Duration, []
 			return nil, nil, fmt.Errorf("building the env: %w\n%s", err, out)
 		}
 	}
-	var deploys, calls []time.Duration
-	for i := range o.floors {
+	return floorRuns(ctx, o, func(ctx context.Context, _ int) (time.Duration, *envclient.Client, func(), error) {
 		addr, err := freeAddr()
 		if err != nil {
-			return nil, nil, err
+			return 0, nil, nil, err
 		}
 		_, port, _ := net.SplitHostPort(addr)
 		t := time.Now()
@@ -221,25 +262,12 @@ func processFloor(ctx context.Context, o options, s *setup) ([]time.Duration, []
 		cmd.Dir = s.envDef.Dir
 		cmd.Env = append(os.Environ(), "AGENTENV_PORT="+port)
 		if err := cmd.Start(); err != nil {
-			return nil, nil, err
+			return 0, nil, nil, err
 		}
-		rctx, cancel := context.WithTimeout(ctx, time.Minute)
-		c, err := ready(rctx, "http://127.0.0.1:"+port)
-		if err == nil {
-			deploys = append(deploys, time.Since(t))
-			if i == 0 {
-				calls, err = bareCall(rctx, c, o, o.floors*8)
-			}
-			c.Close()
-		}
-		cancel()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-	return deploys, calls, nil
+		remove := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+		c, err := ready(ctx, "http://127.0.0.1:"+port)
+		return time.Since(t), c, remove, err
+	})
 }
 
 // dockerFloor is a bare `docker run` of the env's image on a network of
@@ -257,37 +285,24 @@ func dockerFloor(ctx context.Context, o options, s *setup) ([]time.Duration, []t
 		return nil, nil, fmt.Errorf("docker network create: %w: %s", err, out)
 	}
 	defer exec.Command("docker", "network", "rm", netName).Run() //nolint:errcheck
-	var deploys, calls []time.Duration
-	for i := range o.floors {
+	return floorRuns(ctx, o, func(ctx context.Context, i int) (time.Duration, *envclient.Client, func(), error) {
 		addr, err := freeAddr()
 		if err != nil {
-			return nil, nil, err
+			return 0, nil, nil, err
 		}
 		_, port, _ := net.SplitHostPort(addr)
 		name := fmt.Sprintf("%s-%d", netName, i)
 		t := time.Now()
-		out, err := exec.CommandContext(ctx, "docker", "run", "-d", "--rm", "--name", name, "--network", netName, "--label", "agentenv.bench=trainstep",
+		out, err := exec.CommandContext(ctx, "docker", "run", "-d", "--name", name, "--network", netName, "--label", "agentenv.bench=trainstep",
 			"-p", "127.0.0.1:"+port+":"+strconv.Itoa(s.envDef.Port), "-e", "AGENTENV_PORT="+strconv.Itoa(s.envDef.Port),
 			"--cpus", fmt.Sprintf("%g", s.envDef.CPU), "--memory", fmt.Sprintf("%dm", s.envDef.MemoryMB), s.envDef.Image).CombinedOutput()
+		remove := func() { _ = exec.Command("docker", "rm", "-f", name).Run() }
 		if err != nil {
-			return nil, nil, fmt.Errorf("docker run: %w: %s", err, out)
+			return 0, nil, remove, fmt.Errorf("docker run: %w: %s", err, out)
 		}
-		rctx, cancel := context.WithTimeout(ctx, time.Minute)
-		c, err := ready(rctx, "http://127.0.0.1:"+port)
-		if err == nil {
-			deploys = append(deploys, time.Since(t))
-			if i == 0 {
-				calls, err = bareCall(rctx, c, o, o.floors*8)
-			}
-			c.Close()
-		}
-		cancel()
-		_ = exec.Command("docker", "rm", "-f", name).Run()
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-	return deploys, calls, nil
+		c, err := ready(ctx, "http://127.0.0.1:"+port)
+		return time.Since(t), c, remove, err
+	})
 }
 
 // ecsFloor starts the env's container through the stand-in's own runner
@@ -297,32 +312,19 @@ func ecsFloor(ctx context.Context, o options, s *setup) ([]time.Duration, []time
 	if ecsRunner == nil {
 		return nil, nil, fmt.Errorf("no stand-in runner")
 	}
-	var deploys, calls []time.Duration
-	for i := range o.floors {
-		// 127.0.0.2..: loopback addresses the stand-in's own tasks do not take first.
-		ip := netip.AddrFrom4([4]byte{127, 0, 9, byte(10 + i)})
+	return floorRuns(ctx, o, func(ctx context.Context, i int) (time.Duration, *envclient.Client, func(), error) {
+		// 127.0.9.x: loopback addresses the stand-in's own tasks do not take.
+		ip := netip.AddrFrom4([4]byte{127, 0, 9, byte(10 + i%200)})
 		t := time.Now()
 		c, err := ecsRunner.Start(ctx, standin.RunSpec{Task: fmt.Sprintf("floor-%d-%d", os.Getpid(), i), Name: "env", Image: s.envDef.Image,
 			Env: []string{"AGENTENV_PORT=" + strconv.Itoa(s.envDef.Port)}, IP: ip, Ports: []int{s.envDef.Port}})
 		if err != nil {
-			return nil, nil, err
+			return 0, nil, nil, err
 		}
-		rctx, cancel := context.WithTimeout(ctx, time.Minute)
-		mc, err := ready(rctx, "http://"+net.JoinHostPort(ip.String(), strconv.Itoa(s.envDef.Port)))
-		if err == nil {
-			deploys = append(deploys, time.Since(t))
-			if i == 0 {
-				calls, err = bareCall(rctx, mc, o, o.floors*8)
-			}
-			mc.Close()
-		}
-		cancel()
-		_ = c.Stop(context.Background(), time.Second)
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-	return deploys, calls, nil
+		remove := func() { _ = c.Stop(context.Background(), time.Second) }
+		mc, err := ready(ctx, "http://"+net.JoinHostPort(ip.String(), strconv.Itoa(s.envDef.Port)))
+		return time.Since(t), mc, remove, err
+	})
 }
 
 // scrapeSum adds up the samples of a metric whose labels contain match.
