@@ -74,21 +74,12 @@ func runSessions(args []string) error {
 	base := sample(srv, state)
 	fmt.Printf("baseline: %s\n\n", base)
 
-	// Idle sessions: connected, no episode.
-	idle, err := openSessions(ctx, c, o.idle, 64)
-	if err != nil {
-		return fmt.Errorf("opening idle sessions: %w", err)
-	}
-	withIdle := sample(srv, state)
-	fmt.Printf("%d idle sessions: %s; per session: %s\n\n", len(idle), withIdle, withIdle.per(base, len(idle)))
-	closeAll(idle)
-
 	// Live sessions: each resets an episode (a process env each) and stays.
+	before := base
 	live, err := openSessions(ctx, c, o.live, o.conc)
 	if err != nil {
 		return fmt.Errorf("opening live sessions: %w", err)
 	}
-	before := sample(srv, state)
 	start := time.Now()
 	var resets atomic.Int64
 	err = parallel(len(live), o.conc, func(i int) error {
@@ -129,6 +120,16 @@ func runSessions(args []string) error {
 	if err := waitFor(func() bool { return scrapeSum(srv.url, "agentenv_episodes_live", "") == 0 }, 5*time.Minute); err != nil {
 		return fmt.Errorf("live episodes never went: %w", err)
 	}
+
+	// Idle sessions: connected, no episode.
+	afterLive := sample(srv, state)
+	idle, err := openSessions(ctx, c, o.idle, 64)
+	if err != nil {
+		return fmt.Errorf("opening idle sessions: %w", err)
+	}
+	withIdle := sample(srv, state)
+	fmt.Printf("%d idle sessions: %s; per session: %s\n\n", len(idle), withIdle, withIdle.per(afterLive, len(idle)))
+	closeAll(idle)
 
 	// Episodes back to back.
 	fmt.Println("| episodes | RSS MiB | fds | goroutines | temp dirs | env processes |")
