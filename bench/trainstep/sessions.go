@@ -58,8 +58,12 @@ func runSessions(args []string) error {
 		}
 	}
 	ctx := context.Background()
-	state := filepath.Join(work, "state")
-	srv, err := startServe(ctx, o.options, nil, "--sandbox-config", "mode=process", "--sandbox-config", "state_dir="+state,
+	state, tmp := filepath.Join(work, "state"), filepath.Join(work, "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	// A temp folder of its own: the envs' temp dirs are counted there.
+	srv, err := startServe(ctx, o.options, []string{"TMPDIR=" + tmp}, "--sandbox-config", "mode=process", "--sandbox-config", "state_dir="+state,
 		"--max-concurrent-envs", fmt.Sprint(max(o.live, o.conc)), "--max-connections", fmt.Sprint(o.idle+o.live+o.conc+64))
 	if err != nil {
 		return err
@@ -71,7 +75,7 @@ func runSessions(args []string) error {
 	}
 	fmt.Printf("# trainstep sessions: %d idle, %d live, %d episodes back to back at %d; %d CPUs; ulimit -n of serve: %s\n\n",
 		o.idle, o.live, o.episodes, o.conc, numCPU(), openFileLimit(srv.cmd.Process.Pid))
-	base := sample(srv, state)
+	base := sample(srv, state, tmp)
 	fmt.Printf("baseline: %s\n\n", base)
 
 	// Live sessions: each resets an episode (a process env each) and stays.
@@ -92,7 +96,7 @@ func runSessions(args []string) error {
 	if err != nil {
 		return fmt.Errorf("resetting %d live sessions (%d done): %w", len(live), resets.Load(), err)
 	}
-	withLive := sample(srv, state)
+	withLive := sample(srv, state, tmp)
 	fmt.Printf("%d live episodes (reset in %.1f s): %s; per live episode: %s\n", len(live), time.Since(start).Seconds(), withLive, withLive.per(before, len(live)))
 	// Step every live session while all stay live: get_prices each.
 	var mu sync.Mutex
@@ -122,19 +126,19 @@ func runSessions(args []string) error {
 	}
 
 	// Idle sessions: connected, no episode.
-	afterLive := sample(srv, state)
+	afterLive := sample(srv, state, tmp)
 	idle, err := openSessions(ctx, c, o.idle, 64)
 	if err != nil {
 		return fmt.Errorf("opening idle sessions: %w", err)
 	}
-	withIdle := sample(srv, state)
+	withIdle := sample(srv, state, tmp)
 	fmt.Printf("%d idle sessions: %s; per session: %s\n\n", len(idle), withIdle, withIdle.per(afterLive, len(idle)))
 	closeAll(idle)
 
 	// Episodes back to back.
 	fmt.Println("| episodes | RSS MiB | fds | goroutines | temp dirs | env processes |")
 	fmt.Println("|---|---|---|---|---|---|")
-	fmt.Printf("| 0 | %s |\n", sample(srv, state).row())
+	fmt.Printf("| 0 | %s |\n", sample(srv, state, tmp).row())
 	var played atomic.Int64
 	chunk := max(o.episodes/o.samples, 1)
 	for done := 0; done < o.episodes; done += chunk {
@@ -151,7 +155,7 @@ func runSessions(args []string) error {
 			return err
 		}
 		_ = waitFor(func() bool { return scrapeSum(srv.url, "agentenv_episodes_live", "") == 0 }, time.Minute)
-		fmt.Printf("| %d | %s |\n", played.Load(), sample(srv, state).row())
+		fmt.Printf("| %d | %s |\n", played.Load(), sample(srv, state, tmp).row())
 	}
 	return nil
 }
@@ -165,7 +169,7 @@ type resources struct {
 	envs           int
 }
 
-func sample(srv *server, state string) resources {
+func sample(srv *server, state, tmp string) resources {
 	pid := srv.cmd.Process.Pid
 	_, rss := procStat(pid)
 	r := resources{rss: rss, fds: countFDs(pid), goroutines: scrapeSum(srv.url, "go_goroutines", "")}
@@ -175,7 +179,7 @@ func sample(srv *server, state string) resources {
 		r.pluginFDs += countFDs(p)
 		r.envs += len(children(p))
 	}
-	r.tempDirs = countEntries(state) + countTmp()
+	r.tempDirs = countEntries(state) + countEntries(tmp)
 	return r
 }
 
@@ -226,18 +230,6 @@ func countEntries(dir string) int {
 		if e.IsDir() {
 			sub, _ := os.ReadDir(filepath.Join(dir, e.Name()))
 			n += len(sub)
-		}
-	}
-	return n
-}
-
-// countTmp counts agentenv's entries in the temp folder.
-func countTmp() int {
-	e, _ := os.ReadDir(os.TempDir())
-	n := 0
-	for _, x := range e {
-		if strings.HasPrefix(x.Name(), "agentenv") && !strings.HasPrefix(x.Name(), "agentenv-bench") {
-			n++
 		}
 	}
 	return n
