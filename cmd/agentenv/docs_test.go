@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentenv/agentenv/cmd/agentenv/cli"
 	"github.com/agentenv/agentenv/core/bundle"
 	"github.com/agentenv/agentenv/core/episode"
 	"github.com/agentenv/agentenv/sdk/sandbox"
@@ -53,7 +54,7 @@ func TestDocsLinksResolve(t *testing.T) {
 // is there when the binary has the command, the Python env when its
 // package is in the tree.
 func TestDocsDescribeNoUnbuiltSkyRLPieces(t *testing.T) {
-	_, _, cmdErr := rootCmd.Find([]string{"skyrl", "rows"})
+	_, _, cmdErr := cli.NewRootCmd(version).Find([]string{"skyrl", "rows"})
 	_, pkgErr := os.Stat("../../integrations/skyrl/agentenv_skyrl/__init__.py")
 	pieces := []struct {
 		name  string

@@ -126,7 +126,9 @@ func flakyBundle(t *testing.T) (dir string, failDeploys func(numbers string)) {
 	envDir := filepath.Join(dir, "envs", "gridsim")
 	script := `d="$AGENTENV_ENV_DIR"; mkdir -p "$d/marks"; n=$(ls "$d/marks" | wc -l); touch "$d/marks/$$"; ` +
 		`case " $(cat "$d/fail") " in *" $n "*) echo flaky deploy $n >&2; exit 3;; esac; exec "$d/bin/gridsim-env"`
-	toml := `build = ["env", "CGO_ENABLED=0", "go", "build", "-trimpath", "-o", "bin/gridsim-env", "."]` + "\n" +
+	// Built from the repository's source: the copy sits outside the module.
+	toml := fmt.Sprintf(`build = ["env", "CGO_ENABLED=0", "go", "build", "-C", %q, "-trimpath", "-o", %q, "."]`+"\n",
+		filepath.Join(src, "envs", "gridsim"), filepath.Join(envDir, "bin", "gridsim-env")) +
 		fmt.Sprintf("command = [\"sh\", \"-c\", %q]\nport = 18765\n", script)
 	if err := os.WriteFile(filepath.Join(envDir, "env.toml"), []byte(toml), 0o644); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/cmd/agentenv/cli"
 	"github.com/agentenv/agentenv/core/episode"
 	"github.com/agentenv/agentenv/core/server"
 )
@@ -154,32 +155,50 @@ func startEchoServer(t *testing.T, addr string, opts server.Options) *echoServer
 	return &echoServer{Server: s, player: p, addr: ln.Addr().String(), base: "http://" + ln.Addr().String()}
 }
 
+// runPlayCmd runs `agentenv play base ARGS` in process, with token in the
+// environment variable --token-var names (AGENTENV_TOKEN by default).
+func runPlayCmd(t *testing.T, base, token string, in io.Reader, out io.Writer, args ...string) error {
+	tokenVar := "AGENTENV_TOKEN"
+	for i, a := range args {
+		if a == "--token-var" && i+1 < len(args) {
+			tokenVar = args[i+1]
+		}
+	}
+	t.Setenv(tokenVar, token)
+	cmd := cli.NewRootCmd(version)
+	cmd.SetArgs(append([]string{"play", base}, args...))
+	cmd.SetIn(in)
+	cmd.SetOut(out)
+	cmd.SetErr(out)
+	return cmd.Execute()
+}
+
 func TestPlay(t *testing.T) {
 	base := startEchoServer(t, "", server.Options{Token: "tok"}).base
 	cases := []struct {
 		name, input, token string
-		opts               playOptions
+		opts               []string
 		want               []string
 		err                string
 	}{
-		{name: "full episode", token: "tok", opts: playOptions{task: "t"},
+		{name: "full episode", token: "tok", opts: []string{"--task", "t"},
 			input: "hello\nworld\n.\nbad\n.\ndone\n.\n",
 			want: []string{"episode ep-1, task t", "[system]\nBe brief.", "[user]\nSay done.", "- echo: Echo text.",
 				"[tool]\necho: hello\nworld", "error: bad reply", "done after 2 turns: reward 0.5", "score/grade = 0.5"}},
-		{name: "last reply without dot", token: "tok", opts: playOptions{split: "all", index: 0}, input: "done",
+		{name: "last reply without dot", token: "tok", opts: []string{"--split", "all", "--index", "0"}, input: "done",
 			want: []string{"reward 0.5"}},
-		{name: "quit", token: "tok", opts: playOptions{task: "t"}, input: "/quit\n", err: "stopped before"},
-		{name: "input ends early", token: "tok", opts: playOptions{task: "t"}, input: "hi\n", err: "input ended"},
-		{name: "unknown task", token: "tok", opts: playOptions{task: "zz"}, err: "NOT_FOUND: no such task"},
-		{name: "episode fails", token: "tok", opts: playOptions{task: "t"}, input: "crash\n.\n", err: "EXECUTION_ERROR: env crashed"},
-		{name: "no token", opts: playOptions{task: "t", tokenVar: "MY_TOKEN"}, err: "wants a token: put it in $MY_TOKEN"},
+		{name: "quit", token: "tok", opts: []string{"--task", "t"}, input: "/quit\n", err: "stopped before"},
+		{name: "input ends early", token: "tok", opts: []string{"--task", "t"}, input: "hi\n", err: "input ended"},
+		{name: "unknown task", token: "tok", opts: []string{"--task", "zz"}, err: "NOT_FOUND: no such task"},
+		{name: "episode fails", token: "tok", opts: []string{"--task", "t"}, input: "crash\n.\n", err: "EXECUTION_ERROR: env crashed"},
+		{name: "no token", opts: []string{"--task", "t", "--token-var", "MY_TOKEN"}, err: "wants a token: put it in $MY_TOKEN"},
 		// Issue 11 item 13: a token that is there but wrong is not "missing".
-		{name: "refused token", token: "wrong-token", opts: playOptions{task: "t", tokenVar: "MY_TOKEN"}, err: "refused the token in $MY_TOKEN"},
+		{name: "refused token", token: "wrong-token", opts: []string{"--task", "t", "--token-var", "MY_TOKEN"}, err: "refused the token in $MY_TOKEN"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			err := runPlay(context.Background(), base, tc.opts, tc.token, strings.NewReader(tc.input), &out)
+			err := runPlayCmd(t, base, tc.token, strings.NewReader(tc.input), &out, tc.opts...)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("got %v, want error with %q\n%s", err, tc.err, out.String())
@@ -207,10 +226,10 @@ func TestPlayTokenInURL(t *testing.T) {
 	base := startEchoServer(t, "", server.Options{Token: "tok-in-url"}).base
 	withUser := func(pass string) string { return strings.Replace(base, "http://", "http://openenv:"+pass+"@", 1) }
 	var out bytes.Buffer
-	if err := runPlay(context.Background(), withUser("tok-in-url"), playOptions{task: "t"}, "", strings.NewReader("done\n"), &out); err != nil {
+	if err := runPlayCmd(t, withUser("tok-in-url"), "", strings.NewReader("done\n"), &out, "--task", "t"); err != nil {
 		t.Fatalf("token in URL: %v\n%s", err, out.String())
 	}
-	err := runPlay(context.Background(), withUser("wrong-secret"), playOptions{task: "t", tokenVar: "T"}, "", strings.NewReader("done\n"), &out)
+	err := runPlayCmd(t, withUser("wrong-secret"), "", strings.NewReader("done\n"), &out, "--task", "t", "--token-var", "T")
 	if err == nil || !strings.Contains(err.Error(), "refused the token in the URL") || strings.Contains(err.Error(), "wrong-secret") || strings.Contains(out.String(), "wrong-secret") {
 		t.Fatalf("wrong token in URL: got %v, want an error that does not echo it", err)
 	}
@@ -225,7 +244,7 @@ func TestPlayReportsShutdownMidEpisode(t *testing.T) {
 	t.Cleanup(func() { inW.Close() })
 	out := &lockedBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- runPlay(context.Background(), srv.base, playOptions{task: "t"}, "", in, out) }()
+	go func() { done <- runPlayCmd(t, srv.base, "", in, out, "--task", "t") }()
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(out.String(), "--- reply") {
 		if time.Now().After(deadline) {
@@ -252,7 +271,7 @@ func TestPlayNoServer(t *testing.T) {
 	addr := freeAddr(t)
 	var out bytes.Buffer
 	start := time.Now()
-	err := runPlay(context.Background(), "http://"+addr, playOptions{task: "t"}, "", strings.NewReader("done\n"), &out)
+	err := runPlayCmd(t, "http://"+addr, "", strings.NewReader("done\n"), &out, "--task", "t")
 	if err == nil || !strings.Contains(err.Error(), "no server is listening at "+addr) || !strings.Contains(err.Error(), "agentenv serve BUNDLE --addr "+addr) {
 		t.Errorf("nothing listening: got %v", err)
 	}

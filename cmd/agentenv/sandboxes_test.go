@@ -22,6 +22,18 @@ func sandboxesCmd(t *testing.T, state string, args ...string) (string, error) {
 	return string(out), err
 }
 
+// sandboxRow is a line of `agentenv sandboxes list --json`, as users read it.
+type sandboxRow struct {
+	ID          string  `json:"id"`
+	Server      string  `json:"server"`
+	ServerState string  `json:"server_state"`
+	Episode     string  `json:"episode"`
+	Task        string  `json:"task"`
+	Created     string  `json:"created"`
+	AgeSeconds  float64 `json:"age_s"`
+	Endpoint    string  `json:"endpoint"`
+}
+
 // listSandboxes lists the sandboxes of server (containers other tests run
 // on the engine meanwhile are listed too, and left out here).
 func listSandboxes(t *testing.T, state, server string) []sandboxRow {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ func pluginHostOptions(log hclog.Logger) pluginhost.Options {
 	return pluginhost.Options{Logger: log}
 }
 
-func init() {
+func newPluginsCmd() *cobra.Command {
 	pluginsCmd := &cobra.Command{
 		Use:   "plugins",
 		Short: "List and inspect sandbox, tool-format and reward plugins",
@@ -135,7 +135,7 @@ is not found or does not work.`,
 	inspectCmd.Flags().BoolVar(&inspectJSON, "json", false, "print the plugin as JSON")
 
 	pluginsCmd.AddCommand(listCmd, inspectCmd)
-	rootCmd.AddCommand(pluginsCmd)
+	return pluginsCmd
 }
 
 func writeJSON(w io.Writer, v any) error {

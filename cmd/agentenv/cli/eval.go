@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -49,7 +49,7 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-func init() {
+func newEvalCmd() *cobra.Command {
 	var o evalOptions
 	cmd := &cobra.Command{
 		Use:   "eval URL --model-url URL --model NAME --tokenizer DIR|ORG/NAME",
@@ -123,7 +123,7 @@ See docs/eval.md.`,
 	cmd.MarkFlagRequired("model-url")
 	cmd.MarkFlagRequired("model")
 	cmd.MarkFlagRequired("tokenizer")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 func runEval(ctx context.Context, url string, o evalOptions, changed func(string) bool, stdout, stderr io.Writer) error {

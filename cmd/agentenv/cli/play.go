@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -30,7 +30,7 @@ type playOptions struct {
 	wait       time.Duration
 }
 
-func init() {
+func newPlayCmd() *cobra.Command {
 	var o playOptions
 	cmd := &cobra.Command{
 		Use:   "play URL (--task ID | --split NAME --index N)",
@@ -65,7 +65,7 @@ URL is the server's base URL (http://127.0.0.1:8200) or its /ws URL.`,
 	f.IntVar(&o.maxTurns, "max-turns", 0, "end the episode after this many replies (0: the task's own limit)")
 	f.StringVar(&o.tokenVar, "token-var", "AGENTENV_TOKEN", "environment variable holding the server's token (unset: no token)")
 	f.DurationVar(&o.wait, "wait", 10*time.Minute, "how long the reset may wait for a free slot on a busy server")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 // runPlay plays one episode against the server at base, with the token

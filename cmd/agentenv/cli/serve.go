@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 // episode torn down.
 const shutdownTimeout = 60 * time.Second
 
-func init() {
+func newServeCmd(version string) *cobra.Command {
 	o := defaultServeOptions()
 	var configFile string
 	var sandboxConfig []string
@@ -63,7 +63,7 @@ Flags override the [serve] table of --config. See docs/serving.md.`,
 			sigs := make(chan os.Signal, 2)
 			signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 			defer signal.Stop(sigs)
-			return runServe(args[0], o, sigs)
+			return runServe(args[0], version, o, sigs)
 		},
 	}
 	f := cmd.Flags()
@@ -80,7 +80,7 @@ Flags override the [serve] table of --config. See docs/serving.md.`,
 	f.BoolVar(&o.LogJSON, "log-json", o.LogJSON, "log JSON lines instead of text")
 	f.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: trace, debug, info, warn, error")
 	o.Limits.addFlags(f)
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 func newLogger(o serveOptions) hclog.Logger {
@@ -97,7 +97,7 @@ func newLogger(o serveOptions) hclog.Logger {
 
 // runServe serves until a signal on sigs: the first drains and returns
 // nil, a second exits the process at once.
-func runServe(dir string, o serveOptions, sigs <-chan os.Signal) error {
+func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error {
 	log := newLogger(o)
 	if o.MaxConcurrentEnvs < 1 {
 		return fmt.Errorf("--max-concurrent-envs must be at least 1, got %d", o.MaxConcurrentEnvs)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -9,8 +9,8 @@ import (
 	"github.com/agentenv/agentenv/sdk"
 )
 
-func init() {
-	rootCmd.AddCommand(&cobra.Command{
+func newVersionCmd(version string) *cobra.Command {
+	return &cobra.Command{
 		Use:   "version",
 		Short: "Print agentenv's version",
 		Long:  "version prints agentenv's version, the Go release it was built with, and the plugin protocol version it speaks.",
@@ -19,5 +19,5 @@ func init() {
 			fmt.Fprintf(cmd.OutOrStdout(), "agentenv %s (%s %s/%s; plugin protocol %d)\n",
 				version, runtime.Version(), runtime.GOOS, runtime.GOARCH, sdk.ProtocolVersion)
 		},
-	})
+	}
 }

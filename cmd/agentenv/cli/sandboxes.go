@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // takes a while).
 const sandboxesTimeout = 10 * time.Minute
 
-func init() {
+func newSandboxesCmd() *cobra.Command {
 	var name string
 	var cfgValues []string
 	cmd := &cobra.Command{
@@ -97,7 +97,7 @@ agentenv serve does the same at start. It exits 1 if any could not be removed.`,
 	}
 	reap.Flags().BoolVar(&all, "all", false, "also reap sandboxes of unknown servers and unlabelled ones")
 	cmd.AddCommand(list, reap)
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 // withSandbox starts the sandbox plugin, configured as serve would, and

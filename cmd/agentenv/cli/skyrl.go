@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -26,7 +26,7 @@ type skyrlRowsOptions struct {
 	dataSource      string
 }
 
-func init() {
+func newSkyrlCmd() *cobra.Command {
 	group := &cobra.Command{
 		Use:   "skyrl",
 		Short: "Train with SkyRL: write its dataset from a served bundle",
@@ -72,7 +72,7 @@ them), before any file is written. See docs/training-skyrl.md.`,
 	rows.MarkFlagRequired("tokenizer")
 	rows.MarkFlagRequired("max-prompt-length")
 	group.AddCommand(rows)
-	rootCmd.AddCommand(group)
+	return group
 }
 
 func runSkyrlRows(ctx context.Context, url, outDir string, o skyrlRowsOptions, tokenVarGiven bool, stdout, stderr io.Writer) error {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -14,8 +14,6 @@ import (
 	"github.com/agentenv/agentenv/core/bundle"
 	"github.com/agentenv/agentenv/core/runtime"
 )
-
-func init() { rootCmd.AddCommand(newBundleCmd()) }
 
 func newBundleCmd() *cobra.Command {
 	cmd := &cobra.Command{

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -9,8 +9,8 @@ import (
 	"github.com/agentenv/agentenv/sdk/builtin"
 )
 
-func init() {
-	rootCmd.AddCommand(&cobra.Command{
+func newPluginServeCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:    "plugin-serve KIND-NAME",
 		Short:  "Serve a built-in plugin over go-plugin (run by agentenv itself, not by hand)",
 		Hidden: true,
@@ -23,5 +23,5 @@ func init() {
 			p.Serve() // does not return
 			return nil
 		},
-	})
+	}
 }

@@ -1,0 +1,49 @@
+// Package cli is agentenv's command line as a library: NewRootCmd builds
+// the whole command tree, Main runs it. The agentenv binary is a main
+// package of a few lines that calls Main, plus one file per built-in
+// plugin that links it into sdk/builtin's registry; a team that wants
+// "agentenv plus our sandbox" as one binary writes the same main package
+// with one more blank import (docs/plugins.md). Nothing here registers
+// itself at init time, and no command is global: each NewRootCmd returns
+// a fresh tree, so tests can run commands in process.
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// NewRootCmd returns agentenv's root command with every subcommand;
+// version is what `agentenv version` prints and /info reports.
+func NewRootCmd(version string) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "agentenv",
+		Short:         "Serve agent tasks to RL trainers as OpenEnv environments",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		newServeCmd(version),
+		newEvalCmd(),
+		newPlayCmd(),
+		newBundleCmd(),
+		newSkyrlCmd(),
+		newPluginsCmd(),
+		newSandboxesCmd(),
+		newVersionCmd(version),
+		newPluginServeCmd(),
+	)
+	return root
+}
+
+// Main runs agentenv with the process's arguments and exits: status 1
+// with the error on stderr when a command fails. The plugins it can serve
+// as built-ins are those linked into the binary (sdk/builtin).
+func Main(version string) {
+	if err := NewRootCmd(version).Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "agentenv:", err)
+		os.Exit(1)
+	}
+}
