@@ -225,7 +225,9 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 		}
 		res, err := o.env.client.Call(ctx, c.Name, args, ep.e.cfg.ToolCallTimeout)
 		if err != nil {
-			return &Error{Code: CodeExecution, Err: fmt.Errorf("env %q: %w", o.env.name, err)}
+			// The sandbox id names where the env ran (a pod, a container) so
+			// an env that died mid-episode can be looked up.
+			return &Error{Code: CodeExecution, Err: fmt.Errorf("env %q (sandbox %s): %w", o.env.name, o.env.sb.ID, err)}
 		}
 		if res.IsError {
 			ep.toolErrs++

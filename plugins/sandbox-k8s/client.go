@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"sort"
@@ -121,12 +122,19 @@ func (c connection) clientset(cfg Config) (*kubernetes.Clientset, *rest.Config, 
 	rc := rest.CopyConfig(c.rest)
 	rc.QPS, rc.Burst = float32(cfg.QPS), cfg.Burst
 	rc.UserAgent = "agentenv-sandbox-k8s/" + Version
+	if wrapTransport != nil {
+		rc.Wrap(wrapTransport)
+	}
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sandbox-k8s: building the client for %s: %w", c.source, err)
 	}
 	return cs, rc, nil
 }
+
+// wrapTransport, when set (by tests), wraps every client's transport: the
+// RBAC test records the requests a whole lifecycle makes.
+var wrapTransport func(http.RoundTripper) http.RoundTripper
 
 // whoAmI is the user the API server sees ("" when it will not say).
 func whoAmI(ctx context.Context, cs kubernetes.Interface) (string, error) {

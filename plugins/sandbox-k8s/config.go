@@ -66,6 +66,8 @@ const configSchema = `{
         "additionalProperties": false,
         "properties": {
           "image": {"type": "string", "description": "Image to run instead of env.toml's (e.g. its registry path)."},
+          "cpu": {"type": "number", "exclusiveMinimum": 0, "description": "CPU limit (cores) instead of env.toml's cpu."},
+          "memory_mb": {"type": "integer", "minimum": 6, "description": "Memory limit (MiB) instead of env.toml's memory_mb."},
           "egress_cidrs": {"type": "array", "items": {"type": "string"}, "description": "Address ranges this env may connect to, besides egress_cidrs (\"0.0.0.0/0\" for anywhere)."},
           "writable_root": {"type": "boolean", "description": "Give this env a writable root filesystem."},
           "run_as_user": {"type": "integer", "minimum": 0, "description": "UID this env runs as."},
@@ -129,6 +131,8 @@ type Toleration struct {
 // EnvSettings are one env's own settings.
 type EnvSettings struct {
 	Image        string   `json:"image"`
+	CPU          float64  `json:"cpu"`
+	MemoryMB     int      `json:"memory_mb"`
 	EgressCIDRs  []string `json:"egress_cidrs"`
 	WritableRoot bool     `json:"writable_root"`
 	RunAsUser    *int64   `json:"run_as_user"`
@@ -148,7 +152,7 @@ func DefaultConfig() Config {
 		TerminationGrace:   config.Duration(time.Second),
 		UnschedulableGrace: config.Duration(10 * time.Second),
 		NetworkPolicy:      true,
-		EnvSecret: true, CheckAccess: true, QPS: 100, Burst: 200,
+		EnvSecret:          true, CheckAccess: true, QPS: 100, Burst: 200,
 	}
 }
 

@@ -126,11 +126,18 @@ func envVars(spec sandbox.Spec, id, secretName string, inSecret bool) ([]corev1.
 
 // limits are the env's CPU and memory limits and requests.
 func resources(cfg Config, spec sandbox.Spec) (corev1.ResourceRequirements, error) {
+	es := cfg.envSettings(spec.Env)
 	cpu := spec.CPU
+	if es.CPU > 0 {
+		cpu = es.CPU
+	}
 	if cpu <= 0 {
 		cpu = cfg.DefaultCPU
 	}
 	mem := spec.MemoryMB
+	if es.MemoryMB > 0 {
+		mem = es.MemoryMB
+	}
 	if mem <= 0 {
 		mem = cfg.DefaultMemoryMB
 	}
