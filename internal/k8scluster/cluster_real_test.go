@@ -286,3 +286,47 @@ func TestClusterActiveDeadline(t *testing.T) {
 	}
 	t.Logf("ended %s after create (deadline %ds)", time.Since(t0).Round(time.Millisecond), d)
 }
+
+// Pod traffic never leaves the machine: the cluster's namespace has no
+// route beyond its link, so a pod dialing an outside address (the host's
+// own gateway here) fails at once, while the host's end of the link is
+// reachable (the route back to pods works).
+func TestClusterPodsStayOnMachine(t *testing.T) {
+	c := Require(t)
+	probe(t, c)
+	ns := c.Namespace(t, "k8scluster-egress")
+	out, err := exec.Command("ip", "-4", "route", "show", "default").Output()
+	if err != nil || len(strings.Fields(string(out))) < 3 {
+		t.Skipf("no default route on the host to dial: %s %v", out, err)
+	}
+	gw := strings.Fields(string(out))[2]
+	if _, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), probePod("egress", "dial", net.JoinHostPort(gw, "53")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := waitPod(t, c, ns, "egress", 2*time.Minute, "terminated", func(p *corev1.Pod) bool { return terminated(p) != nil })
+	if tm := terminated(p); tm.ExitCode == 0 || !strings.Contains(tm.Message, "unreachable") && !strings.Contains(tm.Message, "no route") {
+		t.Fatalf("a pod dialing %s outside the machine: exit %d, %q; want unreachable", gw, tm.ExitCode, tm.Message)
+	}
+	// The host side of the link answers (a listener of the test's, on it).
+	l, err := net.Listen("tcp4", net.JoinHostPort(c.Info.HostIP, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	}()
+	if _, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), probePod("tohost", "dial", l.Addr().String()), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p = waitPod(t, c, ns, "tohost", 2*time.Minute, "terminated", func(p *corev1.Pod) bool { return terminated(p) != nil })
+	if tm := terminated(p); tm.ExitCode != 0 {
+		t.Fatalf("a pod dialing the host's end of the link %s: exit %d, %q", l.Addr(), tm.ExitCode, tm.Message)
+	}
+}

@@ -1,10 +1,12 @@
 // Command probe is the harness tests' image: `probe serve` answers "ok" on
 // :8080 over HTTP, `probe alloc MiB` touches that much memory then sleeps,
-// `probe sleep` sleeps, `probe echo WORDS` prints them.
+// `probe sleep` sleeps, `probe dial HOST:PORT` connects and says how it went,
+// `probe echo WORDS` prints them.
 package main
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -14,7 +16,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: probe serve|alloc MiB|sleep|echo WORDS")
+		fmt.Fprintln(os.Stderr, "usage: probe serve|alloc MiB|sleep|dial HOST:PORT|echo WORDS")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -38,6 +40,21 @@ func main() {
 		time.Sleep(time.Hour)
 	case "sleep":
 		time.Sleep(time.Hour)
+	case "dial":
+		// The outcome goes to the termination message, which the test reads
+		// from the pod's status.
+		c, err := net.DialTimeout("tcp", os.Args[2], 5*time.Second)
+		msg := "connected"
+		if err != nil {
+			msg = err.Error()
+		} else {
+			c.Close()
+		}
+		_ = os.WriteFile("/dev/termination-log", []byte(msg), 0o644)
+		fmt.Println(msg)
+		if err != nil {
+			os.Exit(1)
+		}
 	case "echo":
 		fmt.Println(strings.Join(os.Args[2:], " "))
 	}
