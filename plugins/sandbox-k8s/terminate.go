@@ -206,7 +206,8 @@ func (p *Plugin) Exec(ctx context.Context, sb sandbox.Sandbox, cmd []string) (sa
 		res.ExitCode = exit.ExitStatus()
 		return res, nil
 	case apierrors.IsForbidden(err) || strings.Contains(err.Error(), "forbidden"):
-		return res, fmt.Errorf("sandbox-k8s: exec in %s: %w", sb.ID, s.apiError("create", "pods/exec", err))
+		return res, fmt.Errorf("sandbox-k8s: exec in pod %s/%s: forbidden: the plugin may not exec in pods there; add verbs \"create\" and \"get\" on \"pods/exec\" to its Role (deploy/kubernetes/rbac.yaml): %w",
+			st.Namespace, st.Pod, err)
 	}
 	return res, fmt.Errorf("sandbox-k8s: exec %q in pod %s/%s: %w", cmd, st.Namespace, st.Pod, err)
 }
