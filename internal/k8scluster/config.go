@@ -34,6 +34,12 @@ const (
 	EnvKubeconfig = "AGENTENV_K8S_KUBECONFIG"
 	// EnvCache is the folder binaries are cached in, per version.
 	EnvCache = "AGENTENV_K8S_CACHE"
+	// EnvName, EnvLink and EnvPods override Config's Name, Link and
+	// PodCIDR defaults: a second cluster beside the first needs all three
+	// (and its own state folder).
+	EnvName = "AGENTENV_K8S_NAME"
+	EnvLink = "AGENTENV_K8S_LINK"
+	EnvPods = "AGENTENV_K8S_PODS"
 )
 
 // DefaultStateDir is where the cluster keeps everything when EnvState is
@@ -58,6 +64,8 @@ type Config struct {
 	PodCIDR netip.Prefix
 	// APIPort is the apiserver's secure port on the node address.
 	APIPort int
+
+	envErr error // a malformed override in the environment
 }
 
 // Defaults returns c with every unset field filled in.
@@ -72,7 +80,22 @@ func (c Config) Defaults() Config {
 		c.BinDir = CacheBinDir()
 	}
 	if c.Name == "" {
+		c.Name = os.Getenv(EnvName)
+	}
+	if c.Name == "" {
 		c.Name = "agentenv-k8s"
+	}
+	for _, e := range []struct {
+		name string
+		p    *netip.Prefix
+	}{{EnvLink, &c.Link}, {EnvPods, &c.PodCIDR}} {
+		if v := os.Getenv(e.name); v != "" && !e.p.IsValid() {
+			p, err := netip.ParsePrefix(v)
+			if err != nil {
+				c.envErr = fmt.Errorf("%s=%q: %w", e.name, v, err)
+			}
+			*e.p = p
+		}
 	}
 	if !c.Link.IsValid() {
 		// 10.255.0.0/30: clear of Docker's pools and of sandbox-local's
@@ -91,6 +114,8 @@ func (c Config) Defaults() Config {
 // Validate reports the first setting that cannot work.
 func (c Config) Validate() error {
 	switch {
+	case c.envErr != nil:
+		return c.envErr
 	case c.StateDir == "" || !filepath.IsAbs(c.StateDir):
 		return fmt.Errorf("state folder %q: must be an absolute path", c.StateDir)
 	case filepath.Clean(c.StateDir) == "/":

@@ -33,6 +33,15 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: Validate() = %v, want %q", tc.name, err, tc.err)
 		}
 	}
+	t.Setenv(EnvLink, "10.255.0.300/30")
+	if err := (Config{StateDir: "/tmp/x"}).Defaults().Validate(); err == nil || !strings.Contains(err.Error(), EnvLink) {
+		t.Errorf("a malformed %s: Validate() = %v", EnvLink, err)
+	}
+	t.Setenv(EnvLink, "10.255.0.8/30")
+	t.Setenv(EnvName, "second")
+	if c := (Config{StateDir: "/tmp/x"}).Defaults(); c.Validate() != nil || c.NodeIP().String() != "10.255.0.10" || c.HostLink() != "second-h" {
+		t.Errorf("overrides: node %s link %s: %v", c.NodeIP(), c.HostLink(), c.Validate())
+	}
 	if ok.HostIP().String() != "10.255.0.1" || ok.NodeIP().String() != "10.255.0.2" || ok.BridgeIP().String() != "10.244.0.1" {
 		t.Errorf("addresses host %s node %s bridge %s", ok.HostIP(), ok.NodeIP(), ok.BridgeIP())
 	}

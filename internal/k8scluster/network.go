@@ -114,9 +114,15 @@ func (c Config) setupNetwork(ctx context.Context) error {
 	if err := run(ctx, "unshare", "--net="+ns, "true"); err != nil {
 		return fmt.Errorf("create the network namespace: %w", err)
 	}
+	if err := c.own("netns"); err != nil {
+		return err
+	}
 	// The veth is made inside the namespace with its peer sent to ours (by
 	// our PID), so no name is ever needed in /run/netns.
 	if err := c.inNS(ctx, "ip", "link", "add", c.NodeLink(), "type", "veth", "peer", "name", c.HostLink(), "netns", strconv.Itoa(os.Getpid())); err != nil {
+		return err
+	}
+	if err := c.own("link"); err != nil {
 		return err
 	}
 	host, node := c.HostIP().String()+"/30", c.NodeIP().String()+"/30"
@@ -147,10 +153,11 @@ func (c Config) setupNetwork(ctx context.Context) error {
 
 // teardownNetwork removes the host route and link (deleting the host end
 // deletes the pair) and unbinds the namespace, which goes once no process
-// is left in it.
+// is left in it. It touches only what this state folder's Up made: a link
+// of the same name is another cluster's otherwise.
 func (c Config) teardownNetwork(ctx context.Context) []error {
 	var errs []error
-	if _, err := os.Stat("/sys/class/net/" + c.HostLink()); err == nil {
+	if _, err := os.Stat("/sys/class/net/" + c.HostLink()); err == nil && c.owns("link") {
 		_ = run(ctx, "ip", "route", "del", c.PodCIDR.Masked().String(), "via", c.NodeIP().String(), "dev", c.HostLink())
 		if err := run(ctx, "ip", "link", "del", c.HostLink()); err != nil {
 			errs = append(errs, err)

@@ -114,6 +114,17 @@ func TestNetworkSetupTeardown(t *testing.T) {
 		t.Error("checkNetworkFree passes while the network is up: a second Up would collide")
 	}
 
+	// Down of another state folder with the same name (an Up that failed
+	// its preflight because this one is up) leaves this cluster's link.
+	other := c
+	other.StateDir = filepath.Join(t.TempDir(), "other")
+	if err := Down(ctx, other, nil); err == nil || !strings.Contains(err.Error(), "network link "+c.HostLink()) {
+		t.Errorf("Down of another state folder: %v; want it to report (not remove) the link", err)
+	}
+	if _, err := os.Stat("/sys/class/net/" + c.HostLink()); err != nil {
+		t.Fatalf("Down of another state folder removed this cluster's link: %v", err)
+	}
+
 	l := listenIn(t, c.NetNSPath(), c.NodeIP().String()+":0")
 	go func() {
 		for {

@@ -150,6 +150,9 @@ func cgroupHierarchies() []string {
 // (the kubelet requires it to exist); a cpuset needs its CPUs and memory
 // nodes before any task may join, so those are copied from the parent.
 func (c Config) makeCgroupRoot() error {
+	if err := c.own("cgroups"); err != nil {
+		return err
+	}
 	for _, h := range cgroupHierarchies() {
 		d := h + c.CgroupRoot()
 		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
@@ -169,6 +172,9 @@ func (c Config) makeCgroupRoot() error {
 // cgroupProcs lists the PIDs in the cluster's cgroup subtree (pods'
 // processes), over every hierarchy.
 func (c Config) cgroupProcs() []int {
+	if !c.owns("cgroups") {
+		return nil
+	}
 	seen := map[int]bool{}
 	var pids []int
 	for _, h := range cgroupHierarchies() {
@@ -193,6 +199,9 @@ func (c Config) cgroupProcs() []int {
 // removeCgroups removes the cluster's cgroup subtree, deepest first.
 func (c Config) removeCgroups() []error {
 	var errs []error
+	if !c.owns("cgroups") {
+		return nil // another cluster's, if any
+	}
 	for _, h := range cgroupHierarchies() {
 		root := h + c.CgroupRoot()
 		var dirs []string
@@ -209,4 +218,33 @@ func (c Config) removeCgroups() []error {
 		}
 	}
 	return errs
+}
+
+// own records, in the state folder, that this cluster made a thing that
+// lives outside it (its network link, its cgroups, its namespace), before
+// making it: Down removes only what its state folder says it made, never
+// a same-named thing of another cluster.
+func (c Config) own(what string) error {
+	f, err := os.OpenFile(c.path("owned"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(f, what); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (c Config) owns(what string) bool {
+	b, err := os.ReadFile(c.path("owned"))
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Fields(string(b)) {
+		if l == what {
+			return true
+		}
+	}
+	return false
 }

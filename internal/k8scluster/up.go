@@ -104,6 +104,11 @@ func preflight(ctx context.Context, c Config) error {
 	if err := CheckBinaries(c.BinDir); err != nil {
 		return fmt.Errorf("%w: build them with `make k8s-up` or `k8scluster build`", err)
 	}
+	for _, h := range cgroupHierarchies() {
+		if _, err := os.Stat(h + c.CgroupRoot()); err == nil {
+			return fmt.Errorf("cgroup %s already exists: a cluster named %s is up or was left behind (run `down` with its state folder)", h+c.CgroupRoot(), c.Name)
+		}
+	}
 	return c.checkNetworkFree(ctx)
 }
 
