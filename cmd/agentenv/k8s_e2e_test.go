@@ -381,8 +381,10 @@ func TestServeOnK8sFailures(t *testing.T) {
 		if len(pods) != 1 {
 			t.Fatalf("%d pods for one episode", len(pods))
 		}
-		zero := int64(0)
-		if err := c.Client.CoreV1().Pods(ns).Delete(context.Background(), pods[0].Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		// As kubectl delete does: the kubelet stops the env, then the pod
+		// object goes (a forced delete would drop the object first and
+		// leave the container running a while).
+		if err := c.Client.CoreV1().Pods(ns).Delete(context.Background(), pods[0].Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitK8sGone(t, c, ns, time.Minute)

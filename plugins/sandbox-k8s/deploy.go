@@ -131,6 +131,14 @@ func (s *setup) isolate(ctx context.Context, o objects, pod *corev1.Pod) error {
 // accepts a connection, failing as soon as the pod's status says it will
 // not (see podFailure), or when ctx (the deploy deadline) ends.
 func (s *setup) waitRunning(ctx context.Context, pod *corev1.Pod, port int) (*corev1.Pod, error) {
+	if deadline, ok := ctx.Deadline(); ok {
+		// Give up a moment before the caller does, so that the error it
+		// gets says what the pod was waiting for, not only "deadline".
+		margin := min(2*time.Second, time.Until(deadline)/10)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-margin))
+		defer cancel()
+	}
 	updates, stop := s.watchPod(ctx, pod)
 	defer stop()
 	var probe *prober
