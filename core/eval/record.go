@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/agentenv/agentenv/sdk/atomicfile"
 )
 
 // Record is one rollout, one line of the results file.
@@ -193,33 +195,7 @@ func (st *resumeState) read(path string, raw []byte, retryFailed bool, check fun
 	if st.dropped == 0 && st.retried == 0 {
 		return nil
 	}
-	return replaceFile(path, kept.Bytes())
-}
-
-// replaceFile writes b to path through a temp file renamed into place.
-func replaceFile(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("rewrite %s: %w", path, err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("rewrite %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, kept.Bytes(), 0o644)
 }
 
 // append writes r as one line, in one write: a kill leaves whole lines,
