@@ -5,12 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentenv/agentenv/client"
 )
 
 // Catalog is what the writer reads from a bundle's server: its splits,
@@ -53,11 +52,10 @@ var ErrUnauthorized = errors.New("the server refused the token")
 // its tools.
 var ErrDeploy = errors.New("the server could not deploy the toolset's env")
 
-// HTTPCatalog reads a catalogue over agentenv serve's HTTP endpoints.
+// HTTPCatalog reads a catalogue over agentenv serve's HTTP endpoints,
+// through the Go client.
 type HTTPCatalog struct {
-	base   *url.URL
-	token  string
-	client *http.Client
+	c *client.Client
 }
 
 // NewHTTPCatalog reads the server at baseURL, sending token (if any) as
@@ -67,10 +65,11 @@ func NewHTTPCatalog(baseURL, token string) (*HTTPCatalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	base, _ := url.Parse(u)
-	// No client-wide timeout: listing a toolset's tools deploys an env
-	// (the server bounds that at 5 minutes); each call has its own.
-	return &HTTPCatalog{base: base, token: token, client: &http.Client{}}, nil
+	c, err := client.New(u, client.Options{Token: token, MaxReplyBytes: 256 << 20})
+	if err != nil {
+		return nil, err
+	}
+	return &HTTPCatalog{c: c}, nil
 }
 
 // ServerURL checks a server URL as the rows record it: http(s), no
@@ -99,90 +98,81 @@ func ServerURL(raw string) (string, error) {
 
 // Splits implements Catalog.
 func (c *HTTPCatalog) Splits(ctx context.Context) ([]Split, error) {
-	var r struct{ Splits []Split }
-	err := c.get(ctx, "/splits", nil, time.Minute, &r)
-	return r.Splits, err
+	ctx, cancel := within(ctx, time.Minute)
+	defer cancel()
+	splits, err := c.c.Splits(ctx)
+	out := make([]Split, len(splits))
+	for i, s := range splits {
+		out[i] = Split(s)
+	}
+	return out, catalogErr("/splits", err)
 }
 
 // Tasks implements Catalog.
 func (c *HTTPCatalog) Tasks(ctx context.Context, split string, start, stop int) ([]TaskEntry, error) {
-	var r struct{ Tasks []TaskEntry }
-	q := url.Values{"start": {strconv.Itoa(start)}, "stop": {strconv.Itoa(stop)}}
-	err := c.get(ctx, "/splits/"+url.PathEscape(split)+"/tasks", q, time.Minute, &r)
-	return r.Tasks, err
+	ctx, cancel := within(ctx, time.Minute)
+	defer cancel()
+	page, err := c.c.Tasks(ctx, split, start, stop)
+	out := make([]TaskEntry, len(page.Tasks))
+	for i, t := range page.Tasks {
+		out[i] = TaskEntry(t)
+	}
+	return out, catalogErr("/splits/"+split+"/tasks", err)
 }
 
 // Task implements Catalog.
 func (c *HTTPCatalog) Task(ctx context.Context, id string) (Task, error) {
-	var t Task
-	// Task ids hold slashes (day/eval-001), which the route takes as is.
-	segs := strings.Split(id, "/")
-	for i, s := range segs {
-		segs[i] = url.PathEscape(s)
+	ctx, cancel := within(ctx, time.Minute)
+	defer cancel()
+	info, err := c.c.Task(ctx, id)
+	if err != nil {
+		return Task{}, catalogErr("/tasks/"+id, err)
 	}
-	err := c.get(ctx, "/tasks/"+strings.Join(segs, "/"), nil, time.Minute, &t)
-	return t, err
+	t := Task{TaskID: info.TaskID, Toolset: info.Toolset, Prompt: make([]Message, len(info.Prompt))}
+	for i, m := range info.Prompt {
+		t.Prompt[i] = Message{Role: m.Role, Content: m.Content}
+	}
+	return t, nil
 }
 
-// Tools implements Catalog.
+// Tools implements Catalog: the tools as the server sent them.
 func (c *HTTPCatalog) Tools(ctx context.Context, toolset string) (json.RawMessage, error) {
-	var r struct{ Tools json.RawMessage }
-	err := c.get(ctx, "/toolsets/"+url.PathEscape(toolset)+"/tools", nil, 6*time.Minute, &r)
-	return r.Tools, err
+	// The server bounds deploying an env to list them at 5 minutes.
+	ctx, cancel := within(ctx, 6*time.Minute)
+	defer cancel()
+	tools, err := c.c.ToolsetToolsJSON(ctx, toolset)
+	return tools, catalogErr("/toolsets/"+toolset+"/tools", err)
 }
 
 // BundleName is the served bundle's name, from GET /metadata.
 func (c *HTTPCatalog) BundleName(ctx context.Context) (string, error) {
-	var r struct{ Name string }
-	err := c.get(ctx, "/metadata", nil, time.Minute, &r)
-	return r.Name, err
+	ctx, cancel := within(ctx, time.Minute)
+	defer cancel()
+	m, err := c.c.Metadata(ctx)
+	return m.Name, catalogErr("/metadata", err)
 }
 
-func (c *HTTPCatalog) get(ctx context.Context, path string, q url.Values, timeout time.Duration, v any) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	// path is escaped already; the base keeps any prefix the URL has.
-	u := c.base.String() + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
+// within bounds a call to d without setting a deadline on ctx: with one,
+// the client waits out a server that is not up, and a rows writer pointed
+// at the wrong address should hear so at once.
+func within(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	t := time.AfterFunc(d, cancel)
+	return ctx, func() { t.Stop(); cancel() }
+}
+
+// catalogErr words the client's errors for the writer: a refused token
+// is ErrUnauthorized and a failed deploy ErrDeploy, each with what the
+// server said.
+func catalogErr(path string, err error) error {
+	var e *client.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, client.CodeUnauthorized):
+		return fmt.Errorf("GET %s: %w", path, ErrUnauthorized)
+	case errors.Is(err, client.CodeDeployFailed) && errors.As(err, &e):
+		return fmt.Errorf("%w: %s", ErrDeploy, e.Message)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return fmt.Errorf("GET %s: %w", path, err)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return fmt.Errorf("GET %s from %s: %w", path, c.base.Redacted(), err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return fmt.Errorf("GET %s: read the answer: %w", path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct{ Detail, Code string }
-		_ = json.Unmarshal(body, &e)
-		detail := e.Detail
-		if detail == "" {
-			detail = strings.TrimSpace(string(body[:min(len(body), 300)]))
-		}
-		switch {
-		case resp.StatusCode == http.StatusUnauthorized:
-			return fmt.Errorf("GET %s: %w", path, ErrUnauthorized)
-		case e.Code == "DEPLOY_FAILED":
-			return fmt.Errorf("%w: %s", ErrDeploy, detail)
-		}
-		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, detail)
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("GET %s: the answer is not the JSON expected: %w", path, err)
-	}
-	return nil
+	return err
 }
