@@ -85,12 +85,19 @@ func ModuleRoot() string {
 // Main runs a package's tests (call it from TestMain: os.Exit(Main(m))).
 // The agentenv processes the tests start keep their caches (plugin
 // fingerprints, sandbox state) in a folder of the run's own, not the
-// user's; Go's build cache stays where it was, so builds stay warm. At
-// the end it removes that folder and the builds.
+// user's; Go's build cache and the npm oracle folder
+// (core/tokenizer/tokenizertest/oracle) stay where they were, so builds
+// stay warm and nothing is installed again. At the end it removes that
+// folder and the builds.
 func Main(m *testing.M) int {
-	if os.Getenv("GOCACHE") == "" {
-		if user, err := os.UserCacheDir(); err == nil {
-			os.Setenv("GOCACHE", filepath.Join(user, "go-build"))
+	if user, err := os.UserCacheDir(); err == nil {
+		for k, v := range map[string]string{
+			"GOCACHE":             filepath.Join(user, "go-build"),
+			"AGENTENV_ORACLE_DIR": filepath.Join(user, "agentenv", "tokenizer-oracle"),
+		} {
+			if os.Getenv(k) == "" {
+				os.Setenv(k, v)
+			}
 		}
 	}
 	cache, err := os.MkdirTemp("", "agentenv-servetest-cache-")

