@@ -52,29 +52,12 @@ func TestMain(m *testing.M) {
 }
 
 // bundle writes a one-task bundle whose env is the test env, started with
-// the environment variables env.
-func bundle(t *testing.T, env string) string {
+// env.toml's envTOML added.
+func bundle(t *testing.T, envTOML string) string {
 	t.Helper()
 	dir := t.TempDir()
-	files := map[string]string{
-		"README.md":             "A test bundle for serve.\n",
-		"envs/testenv/env.toml": fmt.Sprintf("command = [%q]\n%s", testenvBin, env),
-		"tasks/puzzle.json": `[
-  {"id": "env", "type": "deploy_env", "env": "testenv"},
-  {"id": "load", "type": "call_tool", "tool": "load_puzzle", "arguments": {"target": 5, "start": 2}},
-  {"id": "play", "type": "prompt_agent", "prompt": "Reach the target."},
-  {"id": "grade", "type": "verify_tool", "tool": "grade"}
-]
-`,
-	}
-	for path, content := range files {
-		full := filepath.Join(dir, path)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := testenvbuild.WriteBundle(dir, testenvBin, envTOML); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }
