@@ -12,7 +12,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -37,6 +39,24 @@ func Port() (int, error) {
 		return 0, fmt.Errorf("%s=%q is not a port number (1-65535)", PortEnv, v)
 	}
 	return p, nil
+}
+
+// Main is an env binary's whole main: it logs to stderr as name, makes
+// the MCP handler with that logger, and serves it (Run) until SIGTERM or
+// SIGINT; an error is logged and exits 1.
+func Main(name string, handler func(hclog.Logger) (http.Handler, error)) {
+	log := hclog.New(&hclog.LoggerOptions{Name: name, Output: os.Stderr, Level: hclog.Info})
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	h, err := handler(log)
+	if err == nil {
+		err = Run(ctx, name, os.Args[1:], log, h)
+	}
+	if err != nil {
+		log.Error("exiting", "error", err)
+		stop()
+		os.Exit(1)
+	}
 }
 
 // shutdownGrace is how long in-flight calls get after the context ends:

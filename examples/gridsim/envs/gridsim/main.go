@@ -7,10 +7,7 @@
 package main
 
 import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
+	"net/http"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -19,11 +16,5 @@ import (
 )
 
 func main() {
-	log := hclog.New(&hclog.LoggerOptions{Name: "gridsim-env", Output: os.Stderr, Level: hclog.Info})
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	if err := envserve.Run(ctx, "gridsim-env", os.Args[1:], log, gridenv.New(log).Handler()); err != nil {
-		log.Error("exiting", "error", err)
-		os.Exit(1)
-	}
+	envserve.Main("gridsim-env", func(log hclog.Logger) (http.Handler, error) { return gridenv.New(log).Handler(), nil })
 }

@@ -8,10 +8,7 @@
 package main
 
 import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
+	"net/http"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -21,21 +18,12 @@ import (
 )
 
 func main() {
-	log := hclog.New(&hclog.LoggerOptions{Name: "inbox-env", Output: os.Stderr, Level: hclog.Info})
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	if err := run(ctx, os.Args[1:], log); err != nil {
-		log.Error("exiting", "error", err)
-		os.Exit(1)
-	}
-}
-
-// run serves the committed mailbox until ctx ends (SIGTERM).
-func run(ctx context.Context, args []string, log hclog.Logger) error {
-	box, err := mailbox.Committed()
-	if err != nil {
-		return err
-	}
-	log.Info("mailbox loaded", "emails", len(box.Emails))
-	return envserve.Run(ctx, "inbox-env", args, log, inboxenv.New(box, log).Handler())
+	envserve.Main("inbox-env", func(log hclog.Logger) (http.Handler, error) {
+		box, err := mailbox.Committed()
+		if err != nil {
+			return nil, err
+		}
+		log.Info("mailbox loaded", "emails", len(box.Emails))
+		return inboxenv.New(box, log).Handler(), nil
+	})
 }
