@@ -25,6 +25,7 @@ import (
 	"github.com/agentenv/agentenv/client"
 	"github.com/agentenv/agentenv/core/bundle"
 	"github.com/agentenv/agentenv/core/envclient"
+	"github.com/agentenv/agentenv/internal/servetest"
 	local "github.com/agentenv/agentenv/plugins/sandbox-local"
 	"github.com/agentenv/agentenv/plugins/sandbox-local/dockertest"
 	"github.com/agentenv/agentenv/sdk/sandbox"
@@ -217,22 +218,7 @@ type dockerServer struct {
 	log  *logBuffer
 }
 
-type logBuffer struct {
-	mu sync.Mutex
-	sb strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.sb.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.sb.String()
-}
+type logBuffer = servetest.Buffer
 
 func serveDocker(b *testing.B, extra ...string) *dockerServer {
 	b.Helper()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentenv/agentenv/client"
 	"github.com/agentenv/agentenv/core/dataset/skyrl/oracles"
+	"github.com/agentenv/agentenv/internal/servetest"
 )
 
 const (
@@ -28,26 +29,10 @@ const (
 	evalConcurrency = 64
 )
 
-var (
-	policyOnce sync.Once
-	policyErr  error
-)
-
-// policyServer builds examples/gridsim's policy server into the
-// benchmark's binary folder.
+// policyServer builds examples/gridsim's policy server once per run.
 func policyServer(b *testing.B) string {
 	b.Helper()
-	binaries(b) // makes binDir
-	bin := filepath.Join(binDir, "gridsim-policy")
-	policyOnce.Do(func() {
-		if out, err := exec.Command("go", "build", "-o", bin, "github.com/agentenv/agentenv/examples/gridsim/cmd/gridsim-policy").CombinedOutput(); err != nil {
-			policyErr = fmt.Errorf("build gridsim-policy: %v\n%s", err, out)
-		}
-	})
-	if policyErr != nil {
-		b.Fatal(policyErr)
-	}
-	return bin
+	return servetest.Build(b, "github.com/agentenv/agentenv/examples/gridsim/cmd/gridsim-policy", "")
 }
 
 // cpuSeconds is a process's CPU time so far, its waited-for children's

@@ -27,6 +27,7 @@ import (
 	"github.com/agentenv/agentenv/core/bundle"
 	"github.com/agentenv/agentenv/core/envclient"
 	"github.com/agentenv/agentenv/core/pluginhost"
+	"github.com/agentenv/agentenv/internal/servetest"
 	"github.com/agentenv/agentenv/sdk/toolformat"
 )
 
@@ -36,46 +37,15 @@ const gridsimDir = "../examples/gridsim"
 // an idle schedule.
 const idleReply = "<tool_call>\n" + `{"name": "submit_schedule", "arguments": {"schedule": [0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}}` + "\n</tool_call>"
 
-var (
-	buildOnce sync.Once
-	buildErr  error
-	binDir    string
-)
+func TestMain(m *testing.M) { os.Exit(servetest.Main(m)) }
 
-// binaries builds agentenv and the bare echo server once per run, into
-// one fixed folder that each run overwrites (nothing piles up in /tmp).
+// binaries builds agentenv and the bare echo server once per run.
 func binaries(b *testing.B) (agentenv, wsecho string) {
 	b.Helper()
-	buildOnce.Do(func() {
-		binDir = filepath.Join(os.TempDir(), "agentenv-bench-bin")
-		if buildErr = os.MkdirAll(binDir, 0o755); buildErr != nil {
-			return
-		}
-		for name, pkg := range map[string]string{
-			"agentenv": "github.com/agentenv/agentenv/cmd/agentenv",
-			"wsecho":   "github.com/agentenv/agentenv/bench/internal/wsecho",
-		} {
-			if out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, name), pkg).CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("build %s: %v\n%s", pkg, err, out)
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		b.Fatal(buildErr)
-	}
-	return filepath.Join(binDir, "agentenv"), filepath.Join(binDir, "wsecho")
+	return servetest.Binary(b), servetest.Build(b, "github.com/agentenv/agentenv/bench/internal/wsecho", "")
 }
 
-func freePort(b *testing.B) string {
-	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+func freePort(b *testing.B) string { return servetest.FreeAddr(b) }
 
 // process is a subprocess the benchmark stops (and waits for) at cleanup.
 type process struct {

@@ -215,6 +215,24 @@ func (c *Client) ToolsetTools(ctx context.Context, toolset string) ([]Tool, erro
 	return out.Tools, err
 }
 
+// ToolsetToolsJSON is ToolsetTools with the tools as the server sent
+// them: the JSON list of OpenAI function schemas, bytes and key order
+// kept (a chat template that dumps the tools renders them in that order).
+func (c *Client) ToolsetToolsJSON(ctx context.Context, toolset string) (json.RawMessage, error) {
+	var out struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	err := c.get(ctx, "toolsets/"+url.PathEscape(toolset)+"/tools", nil, &out)
+	return out.Tools, err
+}
+
+// Metadata describes the served bundle (GET /metadata).
+func (c *Client) Metadata(ctx context.Context) (Metadata, error) {
+	var out Metadata
+	err := c.get(ctx, "metadata", nil, &out)
+	return out, err
+}
+
 // get GETs the escaped path under the base URL and decodes the JSON answer
 // into out (nil: discard it).
 func (c *Client) get(ctx context.Context, path string, q url.Values, out any) error {

@@ -115,6 +115,16 @@ type Split struct {
 	Size int    `json:"size"`
 }
 
+// Metadata is the served bundle as /metadata describes it.
+type Metadata struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// Readme is the bundle's README; "" when it has none.
+	Readme string `json:"readme_content"`
+	// Version is agentenv's version.
+	Version string `json:"version"`
+}
+
 // TaskPage is a range of a split's tasks: those with index in
 // [Start, Stop), out of Size.
 type TaskPage struct {

@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,29 +23,13 @@ import (
 	"github.com/agentenv/agentenv/core/dataset/skyrl"
 	"github.com/agentenv/agentenv/core/dataset/skyrl/oracles"
 	"github.com/agentenv/agentenv/core/eval"
+	"github.com/agentenv/agentenv/internal/servetest"
 )
 
-var (
-	policyOnce sync.Once
-	policyBin  string
-	policyErr  string
-)
-
-// gridsimPolicy builds the policy server once per run, beside agentenv.
+// gridsimPolicy builds the policy server once per run.
 func gridsimPolicy(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Dir(agentenv(t))
-	policyOnce.Do(func() {
-		policyBin = filepath.Join(dir, "gridsim-policy")
-		cmd := exec.Command("go", "build", "-o", policyBin, "github.com/agentenv/agentenv/examples/gridsim/cmd/gridsim-policy")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			policyErr = err.Error() + "\n" + string(out)
-		}
-	})
-	if policyErr != "" {
-		t.Fatalf("build gridsim-policy: %s", policyErr)
-	}
-	return policyBin
+	return servetest.Build(t, "github.com/agentenv/agentenv/examples/gridsim/cmd/gridsim-policy", "")
 }
 
 // startPolicy runs the policy server and returns its API base URL.

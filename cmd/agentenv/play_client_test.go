@@ -139,6 +139,17 @@ func TestClientEpisodeAndCatalogue(t *testing.T) {
 	if tools, err := c.ToolsetTools(ctx, "ts-echo"); err != nil || len(tools) != 1 || tools[0].Function.Name != "echo" {
 		t.Fatalf("toolset tools: %+v %v", tools, err)
 	}
+	// The same tools as sent: key order kept, for templates that dump them.
+	if raw, err := c.ToolsetToolsJSON(ctx, "ts-echo"); err != nil ||
+		string(raw) != `[{"type":"function","function":{"name":"echo","description":"Echo text.","parameters":{"type":"object"}}}]` {
+		t.Fatalf("toolset tools as JSON: %s %v", raw, err)
+	}
+	if _, err := c.ToolsetToolsJSON(ctx, "nope"); !errors.Is(err, client.CodeNotFound) {
+		t.Fatalf("tools of an unknown toolset: %v, want NOT_FOUND", err)
+	}
+	if m, err := c.Metadata(ctx); err != nil || m.Name != "echo" || m.Description != "echo tasks served by agentenv" || m.Readme != "" {
+		t.Fatalf("metadata: %+v %v", m, err)
+	}
 }
 
 // Every error code a client can meet comes back as an *client.Error with

@@ -3,88 +3,28 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/agentenv/agentenv/core/pluginhost"
+	"github.com/agentenv/agentenv/internal/servetest"
 	"github.com/agentenv/agentenv/sdk/builtin"
 	"github.com/agentenv/agentenv/sdk/sdktest"
 )
 
-// builds holds the agentenv binaries the tests built, by build tags.
-var builds sync.Map // tags -> *agentenvBuild
-
-type agentenvBuild struct {
-	once sync.Once
-	bin  string
-	err  string
-}
-
-// binDir holds them; TestMain removes it.
-var binDir string
-
-// TestMain removes the binary agentenv built, once every test is done.
-// The agentenv processes the tests start keep their caches (plugin
-// fingerprints, sandbox state) in a folder of the run's own, not the user's.
-func TestMain(m *testing.M) {
-	cache, err := os.MkdirTemp("", "agentenv-cli-cache")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	// Go's build cache defaults to a folder under XDG_CACHE_HOME: pin it
-	// first, so builds the tests run stay warm.
-	if os.Getenv("GOCACHE") == "" {
-		if user, err := os.UserCacheDir(); err == nil {
-			os.Setenv("GOCACHE", filepath.Join(user, "go-build"))
-		}
-	}
-	os.Setenv("XDG_CACHE_HOME", cache)
-	if binDir, err = os.MkdirTemp("", "agentenv-cli-test"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(binDir)
-	os.RemoveAll(cache)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(servetest.Main(m)) }
 
 // agentenv builds this command once per test run.
-func agentenv(t *testing.T) string { return agentenvTagged(t, "") }
+func agentenv(t *testing.T) string { return servetest.Binary(t) }
 
 // agentenvTagged builds this command with the build tags given (e.g.
 // "no_hermes"), once per test run.
 func agentenvTagged(t *testing.T, tags string) string {
 	t.Helper()
-	v, _ := builds.LoadOrStore(tags, &agentenvBuild{})
-	b := v.(*agentenvBuild)
-	b.once.Do(func() {
-		bin := filepath.Join(binDir, "agentenv")
-		args := []string{"build", "-o", bin}
-		if tags != "" {
-			bin = filepath.Join(binDir, "tags-"+strings.ReplaceAll(tags, ",", "-"), "agentenv")
-			args = []string{"build", "-o", bin, "-tags", tags}
-		}
-		if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
-			b.err = err.Error()
-			return
-		}
-		if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
-			b.err = err.Error() + "\n" + string(out)
-			return
-		}
-		b.bin = bin
-	})
-	if b.err != "" {
-		t.Fatalf("build agentenv (tags %q): %s", tags, b.err)
-	}
-	return b.bin
+	return servetest.Build(t, servetest.Agentenv, tags)
 }
 
 // run runs agentenv with a private HOME and cache and the plugin path

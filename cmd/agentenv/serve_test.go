@@ -5,23 +5,20 @@ package main
 // over MCP, real plugin subprocesses), played by real WebSocket clients.
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/agentenv/agentenv/internal/servetest"
 )
 
 const gridsimBundle = "../../examples/gridsim"
@@ -30,42 +27,19 @@ const gridsimBundle = "../../examples/gridsim"
 var idleSchedule = `<tool_call>\n{\"name\": \"submit_schedule\", \"arguments\": {\"schedule\": [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}}\n</tool_call>`
 
 // lockedBuffer collects a subprocess's output safely for reading mid-run.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = servetest.Buffer
 
 // served is one `agentenv serve` process.
 type served struct {
+	*servetest.Server
 	cmd      *exec.Cmd
 	addr     string
 	stateDir string
 	log      *lockedBuffer
-	exited   chan struct{}
-	waitErr  error
+	exited   <-chan struct{}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+func freeAddr(t *testing.T) string { return servetest.FreeAddr(t) }
 
 // startServe runs agentenv serve with its sandboxes' state in stateDir and
 // waits until /health answers. Whatever happens, the test's cleanup kills
@@ -73,116 +47,33 @@ func freeAddr(t *testing.T) string {
 func startServe(t *testing.T, bundleDir, addr, stateDir string, env []string, args ...string) *served {
 	t.Helper()
 	s := launchServe(t, bundleDir, addr, stateDir, env, args...)
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		resp, err := http.Get("http://" + addr + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return s
-			}
-		}
-		select {
-		case <-s.exited:
-			t.Fatalf("serve exited before serving: %v\n%s", s.waitErr, s.log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve not healthy after 2 minutes:\n%s", s.log)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	s.WaitReady(t, 2*time.Minute)
+	return s
 }
 
 func launchServe(t *testing.T, bundleDir, addr, stateDir string, env []string, args ...string) *served {
 	t.Helper()
-	full := []string{"serve", bundleDir, "--addr", addr, "--log-level", "debug"}
-	if stateDir != "" { // the local sandbox's; another sandbox takes its own settings in args
-		// Process mode: these tests watch env processes (Docker mode has its own tests).
-		full = append(full, "--sandbox-config", "state_dir="+stateDir, "--sandbox-config", "mode=process")
-	}
-	full = append(full, args...)
-	cmd := exec.Command(agentenv(t), full...)
-	cmd.Env = append(os.Environ(), env...)
-	s := &served{cmd: cmd, addr: addr, stateDir: stateDir, log: &lockedBuffer{}, exited: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = s.log, s.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		s.waitErr = cmd.Wait()
-		close(s.exited)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-s.exited
-		killLeftovers(t, stateDir)
-	})
-	return s
+	// A state dir: the local sandbox in process mode (these tests watch env
+	// processes; Docker mode has its own tests); another sandbox takes its
+	// own settings in args.
+	s := servetest.Launch(t, servetest.Options{Bin: agentenv(t), Bundle: bundleDir, Addr: addr, StateDir: stateDir, Env: env,
+		Args: append([]string{"--log-level", "debug"}, args...)})
+	return &served{Server: s, cmd: s.Cmd, addr: s.Addr, stateDir: s.StateDir, log: s.Log, exited: s.Exited()}
 }
 
 // signalAndWait sends sig and waits for the exit, returning its code.
 func (s *served) signalAndWait(t *testing.T, sig syscall.Signal, within time.Duration) int {
 	t.Helper()
-	if err := s.cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-s.exited:
-	case <-time.After(within):
-		t.Fatalf("serve still running %s after %v:\n%s", within, sig, s.log)
-	}
-	return s.cmd.ProcessState.ExitCode()
+	return s.Stop(t, sig, within)
 }
 
 // envProc is an env process as the local sandbox's state file records it.
-type envProc struct {
-	ID   string `json:"id"`
-	PID  int    `json:"pid"`
-	PGID int    `json:"pgid"`
-}
+type envProc = servetest.EnvProc
 
-func stateFiles(t *testing.T, dir string) []envProc {
-	t.Helper()
-	paths, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-	var out []envProc
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue // removed meanwhile
-		}
-		var e envProc
-		if json.Unmarshal(b, &e) == nil && e.PID > 0 {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+func stateFiles(t *testing.T, dir string) []envProc { return servetest.StateFiles(dir) }
 
 // alive reports whether pid runs (a zombie nobody reaped yet is dead).
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
-}
-
-func killLeftovers(t *testing.T, dir string) {
-	if dir == "" {
-		return
-	}
-	for _, e := range stateFiles(t, dir) {
-		if e.PGID > 0 && alive(e.PID) {
-			t.Errorf("env process %d (sandbox %s) left running; killing it", e.PID, e.ID)
-			syscall.Kill(-e.PGID, syscall.SIGKILL)
-		}
-	}
-}
+func alive(pid int) bool { return servetest.Alive(pid) }
 
 type e2eClient struct {
 	t    *testing.T

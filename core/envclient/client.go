@@ -14,12 +14,15 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/agentenv/agentenv/sdk/toolformat"
 )
 
-// Tool is one tool an env serves; Parameters is its input schema.
-type Tool = toolformat.Tool
+// Tool is one tool an env serves.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the tool's JSON Schema for its arguments object.
+	Parameters json.RawMessage
+}
 
 // Result is the outcome of a tool call that the env answered.
 type Result struct {

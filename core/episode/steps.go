@@ -128,9 +128,13 @@ func (e *Engine) deployCounted(ctx context.Context, name string, labels map[stri
 		return fail(withBrief(fmt.Errorf("env %q deployed as %s but its MCP server does not answer: %w", name, sb.ID, err),
 			"env %q was deployed but its MCP server did not answer", name))
 	}
-	le.tools, err = le.client.ListTools(ctx)
+	tools, err := le.client.ListTools(ctx)
 	if err != nil {
 		return fail(withBrief(fmt.Errorf("env %q: %w", name, err), "env %q did not list its tools", name))
+	}
+	le.tools = make([]Tool, len(tools))
+	for i, t := range tools {
+		le.tools[i] = Tool(t)
 	}
 	e.log.Debug("env deployed", "env", name, "sandbox", sb.ID, "endpoint", sb.Endpoint, "tools", len(le.tools), "took", time.Since(start))
 	return le, nil

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/agentenv/agentenv/sdk"
+	"github.com/agentenv/agentenv/sdk/atomicfile"
 )
 
 // fileStamp identifies a version of a file cheaply: if size, mtime and
@@ -175,30 +176,10 @@ func (f *fingerprints) save() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(f.path, b)
-}
-
-// writeFileAtomic writes b to path through a temp file in the same folder.
-func writeFileAtomic(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", f.path, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(f.path, b, 0o600)
 }
 
 // DefaultCachePath is where the fingerprint cache lives unless

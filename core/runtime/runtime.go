@@ -1,7 +1,8 @@
 // Package runtime is the one place the parts are wired: it opens a bundle
 // with its plugins (sandbox, reward, tool formats) and the episode engine
-// that plays it. serve, bundle check, eval, the SkyRL rows writer and the
-// GridSim baselines all open a Runtime; none wires the parts itself.
+// that plays it. serve (core/serve), bundle check and the GridSim
+// baselines open a Runtime; none wires the parts itself. eval and the
+// SkyRL rows writer open none: they are clients of a running server.
 package runtime
 
 import (

@@ -63,30 +63,15 @@ func TestMain(m *testing.M) {
 func testBundle(t *testing.T, envExtra ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	files := map[string]string{
-		"README.md":             "A test bundle for the runtime.\n",
-		"envs/testenv/env.toml": fmt.Sprintf("command = [%q]\n", testenvBin) + strings.Join(envExtra, "\n") + "\n",
-		"tasks/puzzle.json": `[
-  {"id": "env", "type": "deploy_env", "env": "testenv"},
-  {"id": "load", "type": "call_tool", "tool": "load_puzzle", "arguments": {"target": 5, "start": 2}},
-  {"id": "play", "type": "prompt_agent", "prompt": "Reach the target."},
-  {"id": "grade", "type": "verify_tool", "tool": "grade"}
-]
-`,
-	}
-	for path, content := range files {
-		full := filepath.Join(dir, path)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := testenvbuild.WriteBundle(dir, testenvBin, strings.Join(envExtra, "\n")); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }
 
-func openRuntime(t *testing.T, envExtra ...string) *Runtime { return openRuntimeWith(t, nil, envExtra...) }
+func openRuntime(t *testing.T, envExtra ...string) *Runtime {
+	return openRuntimeWith(t, nil, envExtra...)
+}
 
 // openRuntimeWith is openRuntime with tune adjusting the options.
 func openRuntimeWith(t *testing.T, tune func(*Options), envExtra ...string) *Runtime {

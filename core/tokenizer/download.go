@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentenv/agentenv/sdk/atomicfile"
 )
 
 // hubFile is a file of a model on the Hub; optional ones may be missing.
@@ -89,7 +91,7 @@ func (h *Hub) download(ctx context.Context, repo, rev, repoDir string) (dir stri
 		}
 	}
 	if rev != commit {
-		if err := writeAtomic(filepath.Join(repoDir, "refs", filepath.FromSlash(rev)), []byte(commit)); err != nil {
+		if err := writeCacheFile(filepath.Join(repoDir, "refs", filepath.FromSlash(rev)), []byte(commit)); err != nil {
 			return "", fmt.Errorf("model %s: writing the ref %s: %w", repo, rev, err)
 		}
 	}
@@ -253,34 +255,19 @@ func linkSnapshot(blob, entry string) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(entry, data)
+	return writeCacheFile(entry, data)
 }
 
 // markMissing records that the model has no such file at commit, where
 // huggingface_hub records it (.no_exist/COMMIT/FILE).
 func markMissing(repoDir, commit, file string) error {
-	return writeAtomic(filepath.Join(repoDir, ".no_exist", commit, file), nil)
+	return writeCacheFile(filepath.Join(repoDir, ".no_exist", commit, file), nil)
 }
 
-// writeAtomic writes a file by a temporary file and a rename, so readers
-// see the old content or the new, never a part.
-func writeAtomic(path string, data []byte) error {
+// writeCacheFile writes a cache file whole (atomicfile), making its folder.
+func writeCacheFile(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return atomicfile.Write(path, data, 0o600)
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/agentenv/agentenv/core/bundle"
 
 	"github.com/agentenv/agentenv/examples/gridsim/days"
+	"github.com/agentenv/agentenv/internal/servetest"
 )
 
 // The bundle loads under core/bundle's strict rules with the splits and
@@ -107,11 +107,7 @@ func TestBundleLoads(t *testing.T) {
 
 // `agentenv bundle check` accepts the bundle and prints its splits.
 func TestAgentenvBundleCheck(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "agentenv")
-	build := exec.Command("go", "build", "-o", bin, "github.com/agentenv/agentenv/cmd/agentenv")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building agentenv: %v\n%s", err, out)
-	}
+	bin := servetest.Binary(t)
 	out, err := exec.Command(bin, "bundle", "check", ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("agentenv bundle check: %v\n%s", err, out)

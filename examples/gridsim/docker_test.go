@@ -7,18 +7,14 @@ package gridsim_test
 // protocol. Needs a Docker engine: skipped without one, failed under CI.
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -35,6 +31,7 @@ import (
 
 	agentclient "github.com/agentenv/agentenv/client"
 	"github.com/agentenv/agentenv/examples/gridsim/baseline"
+	"github.com/agentenv/agentenv/internal/servetest"
 	"github.com/agentenv/agentenv/plugins/sandbox-local/dockertest"
 )
 
@@ -54,18 +51,13 @@ var dockerRig struct {
 // at a fresh image tag and building the env binary from this folder.
 func setupDocker(t *testing.T) {
 	t.Helper()
+	bin := servetest.Binary(t)
 	dockerRig.once.Do(func() {
 		r := &dockerRig
 		if r.tmp, r.err = os.MkdirTemp("", "gridsim-docker-"); r.err != nil {
 			return
 		}
-		r.bin = filepath.Join(r.tmp, "agentenv")
-		build := exec.Command("go", "build", "-o", r.bin, "./cmd/agentenv")
-		build.Dir = filepath.Join("..", "..")
-		if out, err := build.CombinedOutput(); err != nil {
-			r.err = fmt.Errorf("building agentenv: %v\n%s", err, out)
-			return
-		}
+		r.bin = bin
 		src, _ := filepath.Abs(".")
 		r.bundle = filepath.Join(r.tmp, "gridsim")
 		if r.err = os.CopyFS(r.bundle, os.DirFS(src)); r.err != nil {
@@ -92,7 +84,7 @@ func setupDocker(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := servetest.Main(m)
 	teardownDocker()
 	os.Exit(code)
 }
@@ -111,45 +103,20 @@ func teardownDocker() {
 	}
 }
 
-// syncBuffer collects a server's output safely for reading mid-run.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // dockerServer is one `agentenv serve` of the bundle copy in Docker mode.
 type dockerServer struct {
-	cmd    *exec.Cmd
-	addr   string
-	id     string // its server id (sandbox.LabelServer)
-	log    *syncBuffer
-	exited chan struct{}
+	*servetest.Server
+	addr string
+	id   string // its server id (sandbox.LabelServer)
+	log  *servetest.Buffer
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+func freeAddr(t *testing.T) string { return servetest.FreeAddr(t) }
 
 // serveDocker starts agentenv serve (caches in cache, so a restart finds
-// its claim) and waits until it is healthy.
+// its claim) and waits until it is healthy. The cleanup drains it as a
+// SIGTERM would (a failed test must not leave containers), then removes
+// and reports whatever is still there.
 func serveDocker(t *testing.T, addr, cache string, args ...string) *dockerServer {
 	t.Helper()
 	setupDocker(t)
@@ -157,61 +124,26 @@ func serveDocker(t *testing.T, addr, cache string, args ...string) *dockerServer
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &dockerServer{addr: addr, id: id, log: &syncBuffer{}, exited: make(chan struct{})}
-	full := append([]string{"serve", dockerRig.bundle, "--addr", addr, "--sandbox", "local",
-		"--sandbox-config", "mode=docker", "--sandbox-config", "state_dir=" + filepath.Join(cache, "state")}, args...)
-	s.cmd = exec.Command(dockerRig.bin, full...)
-	s.cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+cache)
-	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = s.cmd.Wait(); close(s.exited) }()
+	// Registered first, so it runs after the server's own cleanup.
 	t.Cleanup(func() {
-		// Drain as serve would (a failed test must not leave containers),
-		// then remove and report whatever is still there.
-		_ = s.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.exited:
-		case <-time.After(2 * time.Minute):
-			_ = s.cmd.Process.Kill()
-			<-s.exited
-		}
-		if left := removeLeft(s.id); len(left) > 0 {
-			t.Errorf("server %s left %v (now removed)", s.id, left)
+		if left := removeLeft(id); len(left) > 0 {
+			t.Errorf("server %s left %v (now removed)", id, left)
 		}
 	})
-	deadline := time.Now().Add(5 * time.Minute) // the first start builds the image
-	for {
-		resp, err := http.Get("http://" + addr + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				dockerRig.started = true
-				return s
-			}
-		}
-		select {
-		case <-s.exited:
-			t.Fatalf("serve exited before serving:\n%s", s.log)
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve not healthy after 5 minutes:\n%s", s.log)
-		}
-	}
+	s := servetest.Launch(t, servetest.Options{
+		Bin: dockerRig.bin, Bundle: dockerRig.bundle, Addr: addr, Env: []string{"XDG_CACHE_HOME=" + cache},
+		Args:  append([]string{"--sandbox", "local", "--sandbox-config", "mode=docker", "--sandbox-config", "state_dir=" + filepath.Join(cache, "state")}, args...),
+		Drain: 2 * time.Minute,
+	})
+	s.WaitReady(t, 5*time.Minute) // the first start builds the image
+	dockerRig.started = true
+	return &dockerServer{Server: s, addr: addr, id: id, log: s.Log}
 }
 
 // stop signals the server and waits for it to exit, returning its code.
 func (s *dockerServer) stop(t *testing.T, sig syscall.Signal) int {
 	t.Helper()
-	_ = s.cmd.Process.Signal(sig)
-	select {
-	case <-s.exited:
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("serve still running 2 minutes after %v:\n%s", sig, s.log)
-	}
-	return s.cmd.ProcessState.ExitCode()
+	return s.Stop(t, sig, 2*time.Minute)
 }
 
 // objects lists the containers and networks labelled with server id.

@@ -6,19 +6,14 @@ package inbox_test
 // over the OpenEnv WebSocket protocol, as a trainer's rollouts would.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,49 +21,21 @@ import (
 	"github.com/agentenv/agentenv/client"
 	"github.com/agentenv/agentenv/examples/inbox/policy"
 	"github.com/agentenv/agentenv/examples/inbox/rollout"
+	"github.com/agentenv/agentenv/internal/servetest"
 )
 
-// The binaries the tests run, built once by TestMain.
-var agentenvBin, playBin string
+func TestMain(m *testing.M) { os.Exit(servetest.Main(m)) }
 
-func TestMain(m *testing.M) {
-	os.Exit(testMain(m))
-}
-
-func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "inbox-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	// Go's build cache defaults to a folder under XDG_CACHE_HOME: pin it
-	// first, so builds stay warm; then the agentenv processes keep their
-	// caches (plugin fingerprints, sandbox state) in the run's own folder.
-	if os.Getenv("GOCACHE") == "" {
-		if user, err := os.UserCacheDir(); err == nil {
-			os.Setenv("GOCACHE", filepath.Join(user, "go-build"))
-		}
-	}
-	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
-	agentenvBin, playBin = filepath.Join(dir, "agentenv"), filepath.Join(dir, "inbox-play")
-	for _, b := range []struct{ out, pkg, in string }{
-		{agentenvBin, "./cmd/agentenv", filepath.Join("..", "..")},
-		{playBin, "./cmd/inbox-play", "."},
-	} {
-		cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
-		cmd.Dir = b.in
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", b.pkg, err, out)
-			return 1
-		}
-	}
-	return m.Run()
+// playBin builds inbox-play, once per run.
+func playBin(t *testing.T) string {
+	t.Helper()
+	return servetest.Build(t, "github.com/agentenv/agentenv/examples/inbox/cmd/inbox-play", "")
 }
 
 // `agentenv bundle check` accepts the bundle as it is, and under the reward
 // the README serves it with.
 func TestBundleCheck(t *testing.T) {
+	agentenvBin := servetest.Binary(t)
 	out, err := exec.Command(agentenvBin, "bundle", "check", ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("agentenv bundle check: %v\n%s", err, out)
@@ -95,27 +62,8 @@ func TestBundleCheck(t *testing.T) {
 
 // served is one `agentenv serve` of this bundle.
 type served struct {
+	*servetest.Server
 	url, state string
-	cmd        *exec.Cmd
-	log        *syncBuffer
-	exited     chan struct{}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // serve starts the server as the README does, on a free port, with its
@@ -123,81 +71,16 @@ func (s *syncBuffer) String() string {
 // healthy. Cleanup kills it and any env process it left.
 func serve(t *testing.T) *served {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	s := &served{url: "http://" + addr, state: t.TempDir(), log: &syncBuffer{}, exited: make(chan struct{})}
-	s.cmd = exec.Command(agentenvBin, "serve", ".", "--reward", "mean", "--tool-format", "qwen3_coder",
-		"--addr", addr, "--sandbox-config", "state_dir="+s.state, "--sandbox-config", "mode=process", "--max-concurrent-envs", "4")
-	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = s.cmd.Wait(); close(s.exited) }()
-	t.Cleanup(func() {
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-		for _, p := range s.envProcs(t) {
-			t.Errorf("env process %d left running; killing it", p.PID)
-			_ = syscall.Kill(-p.PGID, syscall.SIGKILL)
-		}
-	})
-	deadline := time.Now().Add(3 * time.Minute) // the first start builds the env
-	for {
-		resp, err := http.Get(s.url + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return s
-			}
-		}
-		select {
-		case <-s.exited:
-			t.Fatalf("serve exited before serving:\n%s", s.log)
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve not healthy after 3 minutes:\n%s", s.log)
-		}
-	}
-}
-
-type envProc struct{ PID, PGID int }
-
-// envProcs lists the env processes the sandbox's state files record that
-// still run.
-func (s *served) envProcs(t *testing.T) []envProc {
-	paths, _ := filepath.Glob(filepath.Join(s.state, "*.json"))
-	var live []envProc
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue // removed meanwhile
-		}
-		var e envProc
-		if json.Unmarshal(b, &e) == nil && e.PGID > 0 && syscall.Kill(e.PID, 0) == nil {
-			live = append(live, e)
-		}
-	}
-	return live
+	s := servetest.Start(t, servetest.Options{Bundle: ".", StateDir: t.TempDir(),
+		Args: []string{"--reward", "mean", "--tool-format", "qwen3_coder", "--max-concurrent-envs", "4"}})
+	return &served{Server: s, url: s.URL, state: s.StateDir}
 }
 
 // stop sends SIGTERM and wants a clean exit with every env torn down.
 func (s *served) stop(t *testing.T) {
 	t.Helper()
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-s.exited:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("serve still running 20 s after SIGTERM:\n%s", s.log)
-	}
-	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Fatalf("serve exited %d after SIGTERM:\n%s", code, s.log)
+	if code := s.Stop(t, syscall.SIGTERM, 20*time.Second); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM:\n%s", code, s.Log)
 	}
 	if left, _ := filepath.Glob(filepath.Join(s.state, "*.json")); len(left) > 0 {
 		t.Fatalf("sandboxes left after SIGTERM: %v", left)
@@ -411,7 +294,7 @@ func TestServeEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.CommandContext(ctx, playBin, "--url", s.url, "--policy", "all").CombinedOutput()
+		out, err := exec.CommandContext(ctx, playBin(t), "--url", s.url, "--policy", "all").CombinedOutput()
 		if err != nil {
 			t.Fatalf("inbox-play: %v\n%s", err, out)
 		}
@@ -460,19 +343,19 @@ func TestServeEndToEnd(t *testing.T) {
 		}
 
 		// Its excerpt of the reply policy's rollout.
-		out, err = exec.CommandContext(ctx, playBin, "--url", s.url, "--policy", "reply", "--task", "acme-invoice", "--show").CombinedOutput()
+		out, err = exec.CommandContext(ctx, playBin(t), "--url", s.url, "--policy", "reply", "--task", "acme-invoice", "--show").CombinedOutput()
 		if block := textBlock(string(docs), "## Answering in a reply"); err != nil || len(block) < 100 || !strings.Contains(string(out), block) {
 			t.Errorf("inbox-play --policy reply --show does not print docs/inbox.md's excerpt %q: %v\n%s", block, err, out)
 		}
 
 		// Its row for the scripted policy under a turn cap.
-		out, err = exec.CommandContext(ctx, playBin, "--url", s.url, "--policy", "scripted", "--task", "acme-invoice", "--max-turns", "3").CombinedOutput()
+		out, err = exec.CommandContext(ctx, playBin(t), "--url", s.url, "--policy", "scripted", "--task", "acme-invoice", "--max-turns", "3").CombinedOutput()
 		row := strings.TrimPrefix(string(out), "| policy | tasks | reward | score/answer-1 | score/answer-2 | tool calls | unparsed calls |\n|---|---|---|---|---|---|---|\n")
 		if err != nil || !strings.Contains(string(docs), "```\n"+row+"```\n") {
 			t.Errorf("inbox-play --max-turns 3 printed a row docs/inbox.md does not show: %v\n%s", err, out)
 		}
 
-		out, err = exec.CommandContext(ctx, playBin, "--url", s.url, "--task", "acme-invoice", "--show").CombinedOutput()
+		out, err = exec.CommandContext(ctx, playBin(t), "--url", s.url, "--task", "acme-invoice", "--show").CombinedOutput()
 		if err != nil {
 			t.Fatalf("inbox-play --show: %v\n%s", err, out)
 		}

@@ -25,6 +25,9 @@ var rules = []rule{
 	{prefix: repo + "plugins/", allowed: []string{repo + "sdk"}},
 	{prefix: repo + "examples/sandbox-bwrap", allowed: []string{repo + "sdk"}},
 	{prefix: repo + "core/", allowed: []string{repo + "sdk", repo + "client", repo + "core/"}},
+	// The CLI links no plugin: the main package that imports it chooses
+	// the built-ins (cmd/agentenv's builtins_*.go, or a team's own).
+	{prefix: repo + "cmd/agentenv/cli", allowed: []string{repo + "sdk", repo + "client", repo + "core/"}},
 }
 
 type pkg struct {

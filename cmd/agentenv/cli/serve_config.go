@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+	"github.com/spf13/pflag"
 )
 
 // serveOptions are serve's settings, from flags and the [serve] table of
@@ -45,85 +49,123 @@ func defaultServeOptions() serveOptions {
 	}
 }
 
-// serveFile is the [serve] table of a config file.
-type serveFile struct {
-	Serve struct {
-		Addr              *string        `toml:"addr"`
-		Sandbox           *string        `toml:"sandbox"`
-		SandboxConfig     map[string]any `toml:"sandbox_config"`
-		Reward            *string        `toml:"reward"`
-		ToolFormat        *string        `toml:"tool_format"`
-		MaxConcurrentEnvs *int           `toml:"max_concurrent_envs"`
-		TokenVar          *string        `toml:"token_var"`
-		IdleTimeout       *string        `toml:"idle_timeout"`
-		LogJSON           *bool          `toml:"log_json"`
-		LogLevel          *string        `toml:"log_level"`
-		Warm              *int           `toml:"warm"`
-		ErrorDetail       *bool          `toml:"error_detail"`
-	} `toml:"serve"`
+// addFlags registers o's settings as serve's flags; each is also a key
+// of the [serve] table of --config (applyServeConfig).
+func (o *serveOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.Addr, "addr", o.Addr, "address to listen on")
+	f.StringVar(&o.Sandbox, "sandbox", o.Sandbox, "sandbox plugin: local, ecs (docs/ecs.md), k8s (docs/kubernetes.md), or any agentenv-sandbox-<name>")
+	f.StringVar(&o.Reward, "reward", o.Reward, "reward for tasks with several scores: a reward plugin name (mean), or score:<step id>")
+	f.StringVar(&o.ToolFormat, "tool-format", o.ToolFormat, "default tool-call format of replies (a reset may name another)")
+	f.IntVar(&o.MaxConcurrentEnvs, "max-concurrent-envs", o.MaxConcurrentEnvs, "live episodes at most; further resets wait in a FIFO queue")
+	f.IntVar(&o.Warm, "warm", o.Warm, "sandboxes per env kept deployed, ready and unused for resets to take (they count against --max-concurrent-envs)")
+	f.StringVar(&o.TokenVar, "token-var", o.TokenVar, "environment variable holding the token every request but /health must carry (empty: no token)")
+	f.DurationVar(&o.IdleTimeout, "idle-timeout", o.IdleTimeout, "close a session and its episode after this long without a reset or step (0: never)")
+	f.BoolVar(&o.LogJSON, "log-json", o.LogJSON, "log JSON lines instead of text")
+	f.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: trace, debug, info, warn, error")
+	f.BoolVar(&o.ErrorDetail, "error-detail", o.ErrorDetail, "send clients the full detail of DEPLOY_FAILED (server paths, env command lines and output, which may print secrets); for a server only you use. Without it clients get the env and a short cause, and the log the detail")
+	o.Limits.addFlags(f)
 }
 
-// readServeConfig reads the [serve] table of a TOML file over the
-// defaults. Unknown keys are errors; other tables are left to other
-// commands.
-func readServeConfig(path string) (serveOptions, error) {
-	o := defaultServeOptions()
+// notInServeTable are serve's flags the [serve] table does not set;
+// sandbox_config is a table of its own there.
+var notInServeTable = map[string]bool{"config": true, "help": true, "sandbox-config": true}
+
+// applyServeConfig reads the [serve] table of the TOML file at path into
+// the flags of f not given on the command line: its keys are the flags'
+// names with '_' for '-', so every flag is a key and nothing is listed
+// twice. It returns the sandbox_config table. An unknown key or a value
+// of the wrong type is an error naming it; other tables are left to
+// other commands.
+func applyServeConfig(path string, f *pflag.FlagSet) (map[string]any, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return o, fmt.Errorf("--config: %w", err)
+		return nil, fmt.Errorf("--config: %w", err)
 	}
 	var top map[string]any
 	if err := toml.Unmarshal(raw, &top); err != nil {
-		return o, fmt.Errorf("--config %s: %w", path, tomlErr(err))
+		return nil, fmt.Errorf("--config %s: %w", path, tomlErr(err))
 	}
-	serveTable, _ := top["serve"].(map[string]any)
-	known := map[string]bool{"addr": true, "sandbox": true, "sandbox_config": true, "reward": true, "tool_format": true,
-		"max_concurrent_envs": true, "token_var": true, "idle_timeout": true, "log_json": true, "log_level": true, "warm": true, "error_detail": true}
-	for k := range serveTable {
-		if !known[k] && !isLimitKey(k) {
-			return o, fmt.Errorf("--config %s: [serve] has unknown key %q", path, k)
+	table, ok := top["serve"].(map[string]any)
+	if !ok && top["serve"] != nil {
+		return nil, fmt.Errorf("--config %s: serve is not a table: write [serve] and its keys under it", path)
+	}
+	var sandboxConfig map[string]any
+	for _, key := range slices.Sorted(maps.Keys(table)) {
+		v := table[key]
+		if key == "sandbox_config" {
+			if sandboxConfig, ok = v.(map[string]any); !ok {
+				return nil, fmt.Errorf("--config %s: [serve] sandbox_config: want a table of settings, like [serve.sandbox_config]", path)
+			}
+			continue
 		}
-	}
-	var f serveFile
-	if err := toml.Unmarshal(raw, &f); err != nil {
-		return o, fmt.Errorf("--config %s: %w", path, tomlErr(err))
-	}
-	s := f.Serve
-	set := func(dst *string, v *string) {
-		if v != nil {
-			*dst = *v
+		name := strings.ReplaceAll(key, "_", "-")
+		fl := f.Lookup(name)
+		if fl == nil || notInServeTable[name] || strings.Contains(key, "-") {
+			return nil, fmt.Errorf("--config %s: [serve] has unknown key %q; the keys are %s (serve's flags, with _ for -)",
+				path, key, strings.Join(serveTableKeys(f), ", "))
 		}
-	}
-	set(&o.Addr, s.Addr)
-	set(&o.Sandbox, s.Sandbox)
-	set(&o.Reward, s.Reward)
-	set(&o.ToolFormat, s.ToolFormat)
-	set(&o.TokenVar, s.TokenVar)
-	set(&o.LogLevel, s.LogLevel)
-	o.SandboxConfig = s.SandboxConfig
-	if s.MaxConcurrentEnvs != nil {
-		o.MaxConcurrentEnvs = *s.MaxConcurrentEnvs
-	}
-	if s.LogJSON != nil {
-		o.LogJSON = *s.LogJSON
-	}
-	if s.ErrorDetail != nil {
-		o.ErrorDetail = *s.ErrorDetail
-	}
-	if err := o.Limits.readTable(serveTable); err != nil {
-		return o, fmt.Errorf("--config %s: %w", path, err)
-	}
-	if s.Warm != nil {
-		o.Warm = *s.Warm
-	}
-	if s.IdleTimeout != nil {
-		d, err := time.ParseDuration(*s.IdleTimeout)
+		val, err := flagValue(key, fl.Value.Type(), v)
 		if err != nil {
-			return o, fmt.Errorf("--config %s: [serve] idle_timeout %q: want a duration like \"30m\"", path, *s.IdleTimeout)
+			return nil, fmt.Errorf("--config %s: %w", path, err)
 		}
-		o.IdleTimeout = d
+		if fl.Changed { // the command line wins
+			continue
+		}
+		if err := fl.Value.Set(val); err != nil {
+			return nil, fmt.Errorf("--config %s: [serve] %s %s: %w", path, key, tomlValue(v), err)
+		}
 	}
-	return o, nil
+	return sandboxConfig, nil
+}
+
+// flagValue turns a TOML value into the text a flag of type typ parses,
+// refusing a value of another type.
+func flagValue(key, typ string, v any) (string, error) {
+	switch typ {
+	case "string":
+		if s, ok := v.(string); ok {
+			return s, nil
+		}
+		return "", fmt.Errorf("[serve] %s %s: want a string", key, tomlValue(v))
+	case "int":
+		if n, ok := v.(int64); ok {
+			return strconv.FormatInt(n, 10), nil
+		}
+		return "", fmt.Errorf("[serve] %s: want a whole number, got %s", key, tomlValue(v))
+	case "bool":
+		if b, ok := v.(bool); ok {
+			return strconv.FormatBool(b), nil
+		}
+		return "", fmt.Errorf("[serve] %s %s: want true or false", key, tomlValue(v))
+	case "duration":
+		if s, ok := v.(string); ok {
+			if _, err := time.ParseDuration(s); err == nil {
+				return s, nil
+			}
+		}
+		return "", fmt.Errorf("[serve] %s %s: want a duration like \"30s\"", key, tomlValue(v))
+	}
+	return "", fmt.Errorf("[serve] %s: a --%s flag cannot be set from the file", key, strings.ReplaceAll(key, "_", "-"))
+}
+
+// tomlValue shows a value as the file wrote it: strings quoted.
+func tomlValue(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprint(v)
+}
+
+// serveTableKeys lists the keys the [serve] table may hold, sorted.
+func serveTableKeys(f *pflag.FlagSet) []string {
+	keys := []string{"sandbox_config"}
+	f.VisitAll(func(fl *pflag.Flag) {
+		if !notInServeTable[fl.Name] {
+			keys = append(keys, strings.ReplaceAll(fl.Name, "-", "_"))
+		}
+	})
+	slices.Sort(keys)
+	return keys
 }
 
 func tomlErr(err error) error {
@@ -133,31 +175,6 @@ func tomlErr(err error) error {
 		return fmt.Errorf("line %d column %d: %w", row, col, err)
 	}
 	return err
-}
-
-// mergeServeOptions takes file's values except where a flag was given.
-func mergeServeOptions(file, flags serveOptions, changed func(string) bool) serveOptions {
-	o := file
-	pick := map[string]func(){
-		"addr":                func() { o.Addr = flags.Addr },
-		"sandbox":             func() { o.Sandbox = flags.Sandbox },
-		"reward":              func() { o.Reward = flags.Reward },
-		"tool-format":         func() { o.ToolFormat = flags.ToolFormat },
-		"max-concurrent-envs": func() { o.MaxConcurrentEnvs = flags.MaxConcurrentEnvs },
-		"token-var":           func() { o.TokenVar = flags.TokenVar },
-		"idle-timeout":        func() { o.IdleTimeout = flags.IdleTimeout },
-		"log-json":            func() { o.LogJSON = flags.LogJSON },
-		"log-level":           func() { o.LogLevel = flags.LogLevel },
-		"warm":                func() { o.Warm = flags.Warm },
-		"error-detail":        func() { o.ErrorDetail = flags.ErrorDetail },
-	}
-	for name, apply := range pick {
-		if changed(name) {
-			apply()
-		}
-	}
-	o.Limits.merge(&flags.Limits, changed)
-	return o
 }
 
 // parseSandboxConfig reads --sandbox-config values: key=value (the value

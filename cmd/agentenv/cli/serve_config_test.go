@@ -4,12 +4,30 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
-func TestReadServeConfig(t *testing.T) {
+// serveFlags are serve's settings and flags, parsed from args.
+func serveFlags(t *testing.T, args ...string) (*serveOptions, *pflag.FlagSet) {
+	t.Helper()
+	o := defaultServeOptions()
+	f := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	o.addFlags(f)
+	if err := f.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return &o, f
+}
+
+// The [serve] table sets every flag not given on the command line, by the
+// flag's name with _ for -; a key that is no flag, or a value of the
+// wrong type, is an error naming it.
+func TestApplyServeConfig(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
@@ -27,6 +45,7 @@ idle_timeout = "90s"
 token_var = "TOK"
 log_json = true
 max_reply_errors = 5
+max_calls_per_reply = 9
 http_idle_timeout = "5s"
 [serve.sandbox_config]
 grace = "1s"
@@ -34,47 +53,58 @@ grace = "1s"
 [skyrl]
 anything = 1
 `)
-	o, err := readServeConfig(good)
+	o, f := serveFlags(t, "--max-concurrent-envs", "3", "--max-reply-errors", "2")
+	sandboxConfig, err := applyServeConfig(good, f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := defaultServeOptions()
-	want.Addr, want.Reward, want.MaxConcurrentEnvs, want.IdleTimeout, want.TokenVar, want.LogJSON =
-		"127.0.0.1:9000", "mean", 8, 90*time.Second, "TOK", true
-	want.SandboxConfig = map[string]any{"grace": "1s"}
-	want.Limits.MaxReplyErrors, want.Limits.HTTPIdleTimeout = 5, 5*time.Second
-	if !reflect.DeepEqual(o, want) {
-		t.Fatalf("got %+v\nwant %+v", o, want)
+	want.Addr, want.Reward, want.IdleTimeout, want.TokenVar, want.LogJSON = "127.0.0.1:9000", "mean", 90*time.Second, "TOK", true
+	want.MaxConcurrentEnvs, want.Limits.MaxReplyErrors = 3, 2 // given as flags: they win
+	want.Limits.MaxCallsPerReply, want.Limits.HTTPIdleTimeout = 9, 5*time.Second
+	if !reflect.DeepEqual(*o, want) {
+		t.Fatalf("got %+v\nwant %+v", *o, want)
+	}
+	if !reflect.DeepEqual(sandboxConfig, map[string]any{"grace": "1s"}) {
+		t.Errorf("sandbox_config: %v", sandboxConfig)
 	}
 	for _, tc := range []struct{ name, body, err string }{
-		{"unknown key", "[serve]\nport = 1\n", `unknown key "port"`},
-		{"bad duration", "[serve]\nidle_timeout = \"soon\"\n", "idle_timeout"},
-		{"wrong type", "[serve]\nmax_concurrent_envs = \"many\"\n", "max_concurrent_envs"},
+		{"unknown key", "[serve]\nport = 1\n", `unknown key "port"; the keys are addr, http_idle_timeout,`},
+		{"flag spelling", "[serve]\nmax-connections = 1\n", `unknown key "max-connections"`},
+		{"not a setting", "[serve]\nconfig = \"other.toml\"\n", `unknown key "config"`},
+		{"bad duration", "[serve]\nidle_timeout = \"soon\"\n", `[serve] idle_timeout "soon": want a duration like "30s"`},
+		{"wrong type", "[serve]\nmax_concurrent_envs = \"many\"\n", `[serve] max_concurrent_envs: want a whole number, got "many"`},
+		{"not a bool", "[serve]\nlog_json = \"yes\"\n", `[serve] log_json "yes": want true or false`},
+		{"not a string", "[serve]\naddr = 8200\n", `[serve] addr 8200: want a string`},
+		{"sandbox_config not a table", "[serve]\nsandbox_config = 1\n", "sandbox_config: want a table"},
+		{"serve not a table", "serve = 1\n", "serve is not a table"},
 		{"not toml", "[serve\n", "line 1"},
 		{"limit not a number", "[serve]\nmax_calls_per_reply = \"lots\"\n", "max_calls_per_reply: want a whole number"},
 		{"limit not a duration", "[serve]\nhttp_read_timeout = 5\n", `http_read_timeout 5: want a duration like "30s"`},
 	} {
-		if _, err := readServeConfig(write(tc.name+".toml", tc.body)); err == nil || !strings.Contains(err.Error(), tc.err) {
+		_, f := serveFlags(t)
+		if _, err := applyServeConfig(write(tc.name+".toml", tc.body), f); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%s: got %v, want %q", tc.name, err, tc.err)
 		}
 	}
-	if _, err := readServeConfig(filepath.Join(dir, "missing.toml")); err == nil {
+	// serve's own --config and --sandbox-config are no keys (sandbox_config
+	// is a table).
+	real := newServeCmd("test").Flags()
+	if _, err := applyServeConfig(write("config.toml", "[serve]\nconfig = \"x.toml\"\n"), real); err == nil ||
+		!strings.Contains(err.Error(), `unknown key "config"`) {
+		t.Errorf("config key: %v", err)
+	}
+	keys := serveTableKeys(real)
+	if slices.Contains(keys, "config") || slices.Contains(keys, "help") || !slices.Contains(keys, "warm") ||
+		strings.Count(strings.Join(keys, " "), "sandbox_config") != 1 {
+		t.Errorf("keys of the real command: %s", keys)
+	}
+	if _, err := applyServeConfig(filepath.Join(dir, "missing.toml"), f); err == nil {
 		t.Error("missing file accepted")
 	}
 }
 
-func TestMergeServeOptions(t *testing.T) {
-	file := defaultServeOptions()
-	file.Addr, file.MaxConcurrentEnvs = "127.0.0.1:9000", 8
-	flags := defaultServeOptions()
-	file.Limits.MaxReplyErrors, file.Limits.MaxCallsPerReply = 7, 9
-	flags.MaxConcurrentEnvs = 3
-	flags.Limits.MaxReplyErrors = 2
-	changed := func(name string) bool { return name == "max-concurrent-envs" || name == "max-reply-errors" }
-	got := mergeServeOptions(file, flags, changed)
-	if got.Addr != "127.0.0.1:9000" || got.MaxConcurrentEnvs != 3 || got.Limits.MaxReplyErrors != 2 || got.Limits.MaxCallsPerReply != 9 {
-		t.Fatalf("got %+v", got)
-	}
+func TestCheckLimits(t *testing.T) {
 	bad := defaultServeOptions().Limits
 	bad.MaxArgumentValues = 0
 	if err := bad.check(); err == nil || !strings.Contains(err.Error(), "--max-argument-values must be at least 1") {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -12,8 +11,8 @@ import (
 )
 
 // serveLimits bound what a client, hostile or runaway, can cost the
-// server. Each is a flag and a key of the [serve] table (the flag name
-// with '_' for '-'); docs/serving.md lists them.
+// server. Each is a flag, and so a key of the [serve] table (the flag
+// name with '_' for '-'); docs/serving.md lists them.
 type serveLimits struct {
 	MaxReplyErrors    int
 	MaxCallsPerReply  int
@@ -51,8 +50,6 @@ type limitSetting struct {
 	d    *time.Duration // or a duration, more than 0
 }
 
-func (s limitSetting) key() string { return strings.ReplaceAll(s.flag, "-", "_") }
-
 // settings lists l's limits, in the same order for any serveLimits.
 func (l *serveLimits) settings() []limitSetting {
 	return []limitSetting{
@@ -76,56 +73,6 @@ func (l *serveLimits) addFlags(f *pflag.FlagSet) {
 			f.IntVar(s.n, s.flag, *s.n, s.help)
 		} else {
 			f.DurationVar(s.d, s.flag, *s.d, s.help)
-		}
-	}
-}
-
-// isLimitKey says whether key of the [serve] table is a limit.
-func isLimitKey(key string) bool {
-	for _, s := range (&serveLimits{}).settings() {
-		if s.key() == key {
-			return true
-		}
-	}
-	return false
-}
-
-// readTable sets the limits the [serve] table gives.
-func (l *serveLimits) readTable(table map[string]any) error {
-	for _, s := range l.settings() {
-		v, ok := table[s.key()]
-		if !ok {
-			continue
-		}
-		if s.n != nil {
-			n, isInt := v.(int64)
-			if !isInt {
-				return fmt.Errorf("[serve] %s: want a whole number, got %v", s.key(), v)
-			}
-			*s.n = int(n)
-			continue
-		}
-		str, isStr := v.(string)
-		d, err := time.ParseDuration(str)
-		if !isStr || err != nil {
-			return fmt.Errorf("[serve] %s %v: want a duration like \"30s\"", s.key(), v)
-		}
-		*s.d = d
-	}
-	return nil
-}
-
-// merge takes flags' value of each limit whose flag was given.
-func (l *serveLimits) merge(flags *serveLimits, changed func(string) bool) {
-	mine, theirs := l.settings(), flags.settings()
-	for i, s := range mine {
-		if !changed(s.flag) {
-			continue
-		}
-		if s.n != nil {
-			*s.n = *theirs[i].n
-		} else {
-			*s.d = *theirs[i].d
 		}
 	}
 }

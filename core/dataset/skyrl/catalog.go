@@ -5,12 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentenv/agentenv/client"
 )
 
 // Catalog is what the writer reads from a bundle's server: its splits,
@@ -53,13 +52,12 @@ var ErrUnauthorized = errors.New("the server refused the token")
 // its tools.
 var ErrDeploy = errors.New("the server could not deploy the toolset's env")
 
-// HTTPCatalog reads a catalogue over agentenv serve's HTTP endpoints. A
-// server that still builds its envs (503 PREPARING) is waited out for as
-// long as the caller's context allows, each wait told to OnPreparing.
+// HTTPCatalog reads a catalogue over agentenv serve's HTTP endpoints,
+// through the Go client. A server that still builds its envs (503
+// PREPARING) is waited out for as long as the caller's context allows,
+// each wait told to OnPreparing.
 type HTTPCatalog struct {
-	base   *url.URL
-	token  string
-	client *http.Client
+	c *client.Client
 	// OnPreparing, when set, hears what the server still builds (its
 	// message) at the first PREPARING answer, when that changes, and every
 	// preparingNoteEvery while it lasts.
@@ -71,11 +69,6 @@ type HTTPCatalog struct {
 // preparingNoteEvery is how often an unchanged "still preparing" is told.
 const preparingNoteEvery = 10 * time.Second
 
-// errPreparing is a 503 PREPARING: the server listens but builds its envs.
-type errPreparing struct{ msg string }
-
-func (e *errPreparing) Error() string { return e.msg }
-
 // NewHTTPCatalog reads the server at baseURL, sending token (if any) as
 // a Bearer token.
 func NewHTTPCatalog(baseURL, token string) (*HTTPCatalog, error) {
@@ -83,10 +76,11 @@ func NewHTTPCatalog(baseURL, token string) (*HTTPCatalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	base, _ := url.Parse(u)
-	// No client-wide timeout: listing a toolset's tools deploys an env
-	// (the server bounds that at 5 minutes); each call has its own.
-	return &HTTPCatalog{base: base, token: token, client: &http.Client{}, preparingPause: 2 * time.Second}, nil
+	c, err := client.New(u, client.Options{Token: token, MaxReplyBytes: 256 << 20})
+	if err != nil {
+		return nil, err
+	}
+	return &HTTPCatalog{c: c, preparingPause: 2 * time.Second}, nil
 }
 
 // ServerURL checks a server URL as the rows record it: http(s), no
@@ -115,115 +109,118 @@ func ServerURL(raw string) (string, error) {
 
 // Splits implements Catalog.
 func (c *HTTPCatalog) Splits(ctx context.Context) ([]Split, error) {
-	var r struct{ Splits []Split }
-	err := c.get(ctx, "/splits", nil, time.Minute, &r)
-	return r.Splits, err
+	var splits []client.Split
+	err := c.wait(ctx, "/splits", time.Minute, func(ctx context.Context) (err error) {
+		splits, err = c.c.Splits(ctx)
+		return err
+	})
+	out := make([]Split, len(splits))
+	for i, s := range splits {
+		out[i] = Split(s)
+	}
+	return out, catalogErr("/splits", err)
 }
 
 // Tasks implements Catalog.
 func (c *HTTPCatalog) Tasks(ctx context.Context, split string, start, stop int) ([]TaskEntry, error) {
-	var r struct{ Tasks []TaskEntry }
-	q := url.Values{"start": {strconv.Itoa(start)}, "stop": {strconv.Itoa(stop)}}
-	err := c.get(ctx, "/splits/"+url.PathEscape(split)+"/tasks", q, time.Minute, &r)
-	return r.Tasks, err
+	var page client.TaskPage
+	err := c.wait(ctx, "/splits/"+split+"/tasks", time.Minute, func(ctx context.Context) (err error) {
+		page, err = c.c.Tasks(ctx, split, start, stop)
+		return err
+	})
+	out := make([]TaskEntry, len(page.Tasks))
+	for i, t := range page.Tasks {
+		out[i] = TaskEntry(t)
+	}
+	return out, catalogErr("/splits/"+split+"/tasks", err)
 }
 
 // Task implements Catalog.
 func (c *HTTPCatalog) Task(ctx context.Context, id string) (Task, error) {
-	var t Task
-	// Task ids hold slashes (day/eval-001), which the route takes as is.
-	segs := strings.Split(id, "/")
-	for i, s := range segs {
-		segs[i] = url.PathEscape(s)
+	var info client.TaskInfo
+	err := c.wait(ctx, "/tasks/"+id, time.Minute, func(ctx context.Context) (err error) {
+		info, err = c.c.Task(ctx, id)
+		return err
+	})
+	if err != nil {
+		return Task{}, catalogErr("/tasks/"+id, err)
 	}
-	err := c.get(ctx, "/tasks/"+strings.Join(segs, "/"), nil, time.Minute, &t)
-	return t, err
+	t := Task{TaskID: info.TaskID, Toolset: info.Toolset, Prompt: make([]Message, len(info.Prompt))}
+	for i, m := range info.Prompt {
+		t.Prompt[i] = Message{Role: m.Role, Content: m.Content}
+	}
+	return t, nil
 }
 
-// Tools implements Catalog.
+// Tools implements Catalog: the tools as the server sent them.
 func (c *HTTPCatalog) Tools(ctx context.Context, toolset string) (json.RawMessage, error) {
-	var r struct{ Tools json.RawMessage }
-	err := c.get(ctx, "/toolsets/"+url.PathEscape(toolset)+"/tools", nil, 6*time.Minute, &r)
-	return r.Tools, err
+	// The server bounds deploying an env to list them at 5 minutes.
+	var tools json.RawMessage
+	err := c.wait(ctx, "/toolsets/"+toolset+"/tools", 6*time.Minute, func(ctx context.Context) (err error) {
+		tools, err = c.c.ToolsetToolsJSON(ctx, toolset)
+		return err
+	})
+	return tools, catalogErr("/toolsets/"+toolset+"/tools", err)
 }
 
 // BundleName is the served bundle's name, from GET /metadata.
 func (c *HTTPCatalog) BundleName(ctx context.Context) (string, error) {
-	var r struct{ Name string }
-	err := c.get(ctx, "/metadata", nil, time.Minute, &r)
-	return r.Name, err
+	var m client.Metadata
+	err := c.wait(ctx, "/metadata", time.Minute, func(ctx context.Context) (err error) {
+		m, err = c.c.Metadata(ctx)
+		return err
+	})
+	return m.Name, catalogErr("/metadata", err)
 }
 
-func (c *HTTPCatalog) get(ctx context.Context, path string, q url.Values, timeout time.Duration, v any) error {
+// wait makes call, each try bounded to d, and tries again while the
+// server answers PREPARING, for as long as ctx allows.
+func (c *HTTPCatalog) wait(ctx context.Context, path string, d time.Duration, call func(context.Context) error) error {
 	var told string
 	var toldAt time.Time
 	for {
-		err := c.getOnce(ctx, path, q, timeout, v)
-		var prep *errPreparing
-		if !errors.As(err, &prep) {
+		tctx, cancel := within(ctx, d)
+		err := call(tctx)
+		cancel()
+		var e *client.Error
+		if !errors.Is(err, client.CodePreparing) || !errors.As(err, &e) {
 			return err
 		}
-		if c.OnPreparing != nil && (prep.msg != told || time.Since(toldAt) >= preparingNoteEvery) {
-			c.OnPreparing(prep.msg)
-			told, toldAt = prep.msg, time.Now()
+		if c.OnPreparing != nil && (e.Message != told || time.Since(toldAt) >= preparingNoteEvery) {
+			c.OnPreparing(e.Message)
+			told, toldAt = e.Message, time.Now()
 		}
 		t := time.NewTimer(c.preparingPause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("GET %s: gave up waiting for the server to finish preparing (%w): %s", path, ctx.Err(), prep.msg)
+			return fmt.Errorf("GET %s: gave up waiting for the server to finish preparing (%w): %s", path, ctx.Err(), e.Message)
 		case <-t.C:
 		}
 	}
 }
 
-func (c *HTTPCatalog) getOnce(ctx context.Context, path string, q url.Values, timeout time.Duration, v any) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	// path is escaped already; the base keeps any prefix the URL has.
-	u := c.base.String() + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
+// within bounds a call to d without setting a deadline on ctx: with one,
+// the client waits out a server that is not up, and a rows writer pointed
+// at the wrong address should hear so at once.
+func within(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	t := time.AfterFunc(d, cancel)
+	return ctx, func() { t.Stop(); cancel() }
+}
+
+// catalogErr words the client's errors for the writer: a refused token
+// is ErrUnauthorized and a failed deploy ErrDeploy, each with what the
+// server said.
+func catalogErr(path string, err error) error {
+	var e *client.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, client.CodeUnauthorized):
+		return fmt.Errorf("GET %s: %w", path, ErrUnauthorized)
+	case errors.Is(err, client.CodeDeployFailed) && errors.As(err, &e):
+		return fmt.Errorf("%w: %s", ErrDeploy, e.Message)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return fmt.Errorf("GET %s: %w", path, err)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return fmt.Errorf("GET %s from %s: %w", path, c.base.Redacted(), err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return fmt.Errorf("GET %s: read the answer: %w", path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct{ Detail, Code string }
-		_ = json.Unmarshal(body, &e)
-		detail := e.Detail
-		if detail == "" {
-			detail = strings.TrimSpace(string(body[:min(len(body), 300)]))
-		}
-		switch {
-		case resp.StatusCode == http.StatusUnauthorized:
-			return fmt.Errorf("GET %s: %w", path, ErrUnauthorized)
-		case e.Code == "DEPLOY_FAILED":
-			return fmt.Errorf("%w: %s", ErrDeploy, detail)
-		case e.Code == "PREPARING":
-			return &errPreparing{msg: detail}
-		}
-		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, detail)
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("GET %s: the answer is not the JSON expected: %w", path, err)
-	}
-	return nil
+	return err
 }

@@ -50,6 +50,33 @@ func BuildCommands(dir string, cmds map[string]string) (map[string]string, error
 	return out, nil
 }
 
+// WriteBundle writes a one-task bundle into dir whose env is the test env
+// bin (env.toml: its command, then envTOML, e.g. an [env] table): deploy
+// it, load a puzzle, one prompt, graded by the env's grade tool.
+func WriteBundle(dir, bin, envTOML string) error {
+	files := map[string]string{
+		"README.md":             "A test bundle on the test env.\n",
+		"envs/testenv/env.toml": fmt.Sprintf("command = [%q]\n%s", bin, envTOML),
+		"tasks/puzzle.json": `[
+  {"id": "env", "type": "deploy_env", "env": "testenv"},
+  {"id": "load", "type": "call_tool", "tool": "load_puzzle", "arguments": {"target": 5, "start": 2}},
+  {"id": "play", "type": "prompt_agent", "prompt": "Reach the target."},
+  {"id": "grade", "type": "verify_tool", "tool": "grade"}
+]
+`,
+	}
+	for path, content := range files {
+		full := filepath.Join(dir, path)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Procs returns the pids of live (non-zombie) processes whose command line
 // starts with bin, the binary's absolute path.
 func Procs(bin string) []int {

@@ -4,31 +4,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/agentenv/agentenv/sdk/atomicfile"
 )
 
 // WriteFileAtomic writes data to path (0600) through a temp file in the
-// same folder and a rename, so no reader ever sees half a file; the folder
-// is made (0700) if missing. The temp file's name starts with a dot and
-// ends in .tmp, so a plugin listing its state files can skip it.
+// same folder and a rename (atomicfile.Write), so no reader ever sees
+// half a file; the folder is made (0700) if missing. The temp file's name
+// starts with a dot and ends in .tmp, so a plugin listing its state files
+// can skip it.
 func WriteFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("making %s: %w", dir, err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, data, 0o600)
 }

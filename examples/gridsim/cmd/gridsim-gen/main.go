@@ -12,9 +12,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/agentenv/agentenv/examples/gridsim/days"
+	"github.com/agentenv/agentenv/sdk/atomicfile"
 )
 
 func main() {
@@ -48,30 +48,5 @@ func run(args []string, stdout io.Writer) error {
 		_, err := stdout.Write(data)
 		return err
 	}
-	return writeAtomic(*out, data)
-}
-
-// writeAtomic writes data to a temp file beside path, then renames it over
-// path, so a failure never leaves a half-written seeds file.
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".gridsim-gen-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // after the rename this is a no-op
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(*out, data, 0o644)
 }

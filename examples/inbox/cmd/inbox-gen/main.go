@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentenv/agentenv/examples/inbox/mailbox"
+	"github.com/agentenv/agentenv/sdk/atomicfile"
 )
 
 func main() {
@@ -60,33 +61,9 @@ func run(args []string) error {
 		}
 	}
 	for _, f := range files {
-		if err := writeAtomic(f.path, f.data); err != nil {
+		if err := atomicfile.Write(f.path, f.data, 0o644); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// writeAtomic writes data to a temp file beside path, then renames it over
-// path, so a failure never leaves a half-written file.
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".inbox-gen-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // a no-op after the rename
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
 }

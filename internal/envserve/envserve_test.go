@@ -1,8 +1,9 @@
-package main
+package envserve
 
 import (
 	"context"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,7 +26,7 @@ func TestRunRefusals(t *testing.T) {
 		args      []string
 		want      string
 	}{
-		{"port not a number", "eighty", nil, `AGENTENV_PORT="eighty" is not a port number`},
+		{"port not a number", "eighty", nil, `AGENTENV_PORT="eighty" is not a port number (1-65535)`},
 		{"port out of range", "70000", nil, `AGENTENV_PORT="70000" is not a port number`},
 		{"port in use", busyPort, nil, "listening on 127.0.0.1:" + busyPort},
 		{"flag port in use", "", []string{"--port", busyPort}, "listening on 127.0.0.1:" + busyPort},
@@ -33,17 +34,17 @@ func TestRunRefusals(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			t.Setenv("AGENTENV_PORT", c.env)
-			err := run(context.Background(), c.args, hclog.NewNullLogger())
+			t.Setenv(PortEnv, c.env)
+			err := Run(context.Background(), "test-env", c.args, hclog.NewNullLogger(), http.NotFoundHandler())
 			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("run(%v) with AGENTENV_PORT=%q: %v, want an error saying %q", c.args, c.env, err, c.want)
+				t.Fatalf("Run(%v) with AGENTENV_PORT=%q: %v, want an error saying %q", c.args, c.env, err, c.want)
 			}
 		})
 	}
 }
 
-// It serves the mailbox at /mcp on $AGENTENV_PORT, and returns cleanly
-// when its context ends (SIGTERM in main), an MCP session still open.
+// It serves the handler at /mcp on $AGENTENV_PORT, and returns cleanly
+// when its context ends (SIGTERM), an MCP session still open.
 func TestRunServesUntilCancelled(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -51,13 +52,21 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	t.Setenv("AGENTENV_PORT", strconv.Itoa(port))
+	t.Setenv(PortEnv, strconv.Itoa(port))
+	server := mcp.NewServer(&mcp.Implementation{Name: "test-env", Version: "1"}, nil)
+	type in struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(server, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
+	})
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, hclog.NewNullLogger()) }()
+	go func() { done <- Run(ctx, "test-env", nil, hclog.NewNullLogger(), handler) }()
 
-	c := mcp.NewClient(&mcp.Implementation{Name: "inbox-env-test", Version: "1"}, nil)
+	c := mcp.NewClient(&mcp.Implementation{Name: "envserve-test", Version: "1"}, nil)
 	var cs *mcp.ClientSession
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -73,21 +82,18 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	defer cs.Close()
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_folders", Arguments: map[string]any{}})
-	if err != nil || res.IsError {
-		t.Fatalf("list_folders: %v %+v", err, res)
-	}
-	if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, `{"folder":"spam","emails":4}`) {
-		t.Fatalf("list_folders answered %q", text)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "hi" {
+		t.Fatalf("echo: %v %+v", err, res)
 	}
 
 	stop()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("run returned %v after its context ended", err)
+			t.Fatalf("Run returned %v after its context ended", err)
 		}
 	case <-time.After(60 * time.Second):
-		t.Fatal("run still serving 60 s after its context ended")
+		t.Fatal("Run still serving 60 s after its context ended")
 	}
 }

@@ -1,0 +1,193 @@
+// Package serve is the life of an agentenv server: open a bundle's
+// runtime, build its envs, serve it over HTTP, and on a stop signal drain
+// (sessions told, every episode torn down) and close the plugins. The
+// `agentenv serve` command reads flags into Options and calls Run; a
+// program embedding agentenv can do the same.
+package serve
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentenv/agentenv/core/runtime"
+	"github.com/agentenv/agentenv/core/server"
+)
+
+// Defaults of Options' timeouts.
+const (
+	// DefaultOpenTimeout bounds opening the runtime: starting the plugins
+	// and reaping what a killed earlier server left.
+	DefaultOpenTimeout = 2 * time.Minute
+	// DefaultShutdownTimeout bounds the drain after the first stop signal.
+	DefaultShutdownTimeout = 60 * time.Second
+)
+
+// ErrAbandoned is returned when a second stop signal came during the
+// drain: the plugins were closed at once and the teardown left unfinished
+// (a restart of the same server reaps what is left). The caller should
+// exit now: the drain goes on in the background until then.
+var ErrAbandoned = errors.New("second signal: teardown abandoned")
+
+// Options say what to serve and how. Runtime and Server are passed to
+// runtime.Open and server.New as they are, but for the fields Run sets
+// itself: Runtime.ServerID and Logger, and Server.Player, Catalog, Info,
+// PluginRestarts and Logger.
+type Options struct {
+	// Listener is where to serve; Addr is the address it was opened for,
+	// as the user wrote it, which names the server (runtime.ServerID).
+	Listener net.Listener
+	Addr     string
+	// Version is agentenv's version, reported in /info.
+	Version string
+	Runtime runtime.Options
+	Server  server.Options
+	Logger  hclog.Logger // nil = no logging
+	// OpenTimeout and ShutdownTimeout (0: the defaults) bound opening the
+	// runtime and the drain.
+	OpenTimeout, ShutdownTimeout time.Duration
+}
+
+// Run serves the bundle in dir until a signal on stop: the first stops
+// new episodes, drains the live ones and returns nil once everything is
+// torn down; a second during the drain returns ErrAbandoned at once. A
+// signal while the envs are still being built stops there. Run closes the
+// listener; on every return but ErrAbandoned nothing it started is left
+// running.
+func Run(dir string, o Options, stop <-chan os.Signal) error {
+	log := o.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	openTimeout, shutdownTimeout := o.OpenTimeout, o.ShutdownTimeout
+	if openTimeout <= 0 {
+		openTimeout = DefaultOpenTimeout
+	}
+	if shutdownTimeout <= 0 {
+		shutdownTimeout = DefaultShutdownTimeout
+	}
+	ln := o.Listener
+	defer ln.Close()
+	serverID, err := runtime.ServerID(dir, o.Addr)
+	if err != nil {
+		return err
+	}
+	ro := o.Runtime
+	ro.ServerID, ro.Logger = serverID, log
+	so := o.Server
+	if so.Metrics == nil {
+		so.Metrics = server.NewMetrics()
+	}
+	if ro.Observer == nil {
+		ro.Observer = so.Metrics
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	rt, err := runtime.Open(ctx, dir, ro)
+	if err != nil {
+		return err
+	}
+	b := rt.Bundle
+	info, err := server.BundleInfo(b, o.Version)
+	if err != nil {
+		return errors.Join(err, rt.Close(context.Background()))
+	}
+	// The server listens while the envs build (minutes on a cold machine):
+	// /health says "preparing" and everything else PREPARING until then.
+	ready := server.NewReadiness(rt.Engine.EnvNames())
+	so.Metrics.Prime(sandboxLabel(ro.Sandbox), rt.Engine.EnvNames())
+	so.Player, so.Catalog, so.Info, so.Logger = rt.Engine, server.NewBundleCatalog(b), info, log.Named("server")
+	so.PluginRestarts = func() float64 { return float64(rt.Restarts()) }
+	so.Readiness = ready
+	srv, err := server.New(so)
+	if err != nil {
+		return errors.Join(err, rt.Close(context.Background()))
+	}
+	if so.Token == "" && !isLoopback(ln.Addr()) {
+		log.Warn("serving on a non-loopback address without a token: anyone who can reach it can run episodes; set --token-var", "addr", ln.Addr().String())
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	stopNow := func(cause error) error {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		return errors.Join(cause, srv.Shutdown(ctx), rt.Close(ctx))
+	}
+	log.Info("listening; preparing the envs before serving episodes (/health answers 503 \"preparing\" until then)",
+		"url", "http://"+ln.Addr().String(), "envs", len(b.Envs))
+	// Build the envs now, so the first resets do not wait on a compiler.
+	prepCtx, prepCancel := context.WithCancel(context.Background())
+	defer prepCancel()
+	prepared := make(chan error, 1)
+	go func() { prepared <- rt.Prepare(prepCtx, ready) }()
+	select {
+	case err := <-prepared:
+		if err != nil {
+			return stopNow(err)
+		}
+		ready.Ready()
+	case err := <-served:
+		prepCancel()
+		<-prepared
+		return stopNow(err)
+	case sig := <-stop:
+		prepCancel()
+		<-prepared
+		log.Info("stopped before serving", "signal", sig.String())
+		return stopNow(nil)
+	}
+	log.Info("serving", "bundle", b.Name, "tasks", len(b.Tasks), "url", "http://"+ln.Addr().String(),
+		"sandbox", ro.Sandbox, "max_concurrent_envs", so.MaxConcurrentEnvs, "warm", ro.Warm, "token", so.Token != "", "server_id", serverID)
+
+	select {
+	case err := <-served:
+		// The listener failed under us: still tear down what is live.
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		return errors.Join(err, srv.Shutdown(ctx), rt.Close(ctx))
+	case sig := <-stop:
+		log.Info("draining: no new episodes; tearing down live ones", "signal", sig.String())
+	}
+	drained := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		// Sessions first (each tears its episode down), then whatever the
+		// runtime still holds (envs deployed to list a toolset's tools,
+		// teardowns in the background), then the plugins.
+		err := srv.Shutdown(ctx)
+		drained <- errors.Join(err, rt.Close(ctx))
+	}()
+	select {
+	case err := <-drained:
+		<-served
+		if err != nil {
+			return err
+		}
+		log.Info("stopped")
+		return nil
+	case sig := <-stop:
+		log.Warn("second signal: exiting now, without finishing the teardown; a restart reaps what is left", "signal", sig.String())
+		if rt.Host != nil {
+			rt.Host.Close()
+		}
+		return ErrAbandoned
+	}
+}
+
+// sandboxLabel is the sandbox's name as metrics label it.
+func sandboxLabel(name string) string {
+	if name == "" {
+		return runtime.DefaultSandbox
+	}
+	return name
+}
+
+func isLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
