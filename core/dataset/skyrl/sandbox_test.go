@@ -126,3 +126,26 @@ func TestTemplateSandboxCompileError(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// The same tools parsed twice are two documents to the workers, each with
+// its own markers for the values printed unlike Python (a float): the
+// second renders as the first (it was refused, the worker holding the
+// first parse's markers).
+func TestTemplateSandboxSameToolsParsedTwice(t *testing.T) {
+	tmpl, err := NewChatTemplate(TokenizerConfig{ChatTemplate: `{{ tools | tojson }}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tmpl.Close()
+	raw := []byte(`[{"type": "function", "function": {"name": "f", "parameters": {"default": 1.0}}}]`)
+	for i := range 3 {
+		tools, err := ParseTools(raw, "tools")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tmpl.Render(nil, tools, false, Kwargs{})
+		if err != nil || !strings.Contains(got, `"default": 1.0`) {
+			t.Fatalf("parse %d: %q, %v", i, got, err)
+		}
+	}
+}
