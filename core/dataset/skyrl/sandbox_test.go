@@ -1,12 +1,16 @@
 package skyrl
 
 import (
+	"bufio"
 	"cmp"
 	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -125,4 +129,96 @@ func TestTemplateSandboxCompileError(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "/m/tokenizer_config.json: compile the chat template") {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+// The same tools parsed twice are two documents to the workers, each with
+// its own markers for the values printed unlike Python (a float): the
+// second renders as the first (it was refused, the worker holding the
+// first parse's markers).
+func TestTemplateSandboxSameToolsParsedTwice(t *testing.T) {
+	tmpl, err := NewChatTemplate(TokenizerConfig{ChatTemplate: `{{ tools | tojson }}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tmpl.Close()
+	raw := []byte(`[{"type": "function", "function": {"name": "f", "parameters": {"default": 1.0}}}]`)
+	for i := range 3 {
+		tools, err := ParseTools(raw, "tools")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tmpl.Render(nil, tools, false, Kwargs{})
+		if err != nil || !strings.Contains(got, `"default": 1.0`) {
+			t.Fatalf("parse %d: %q, %v", i, got, err)
+		}
+	}
+}
+
+// orphanHostEnv makes the test binary the host of TestTemplateWorkerOutlivesNoHost.
+const orphanHostEnv = "AGENTENV_TEST_ORPHAN_HOST"
+
+// A worker whose host is killed in the middle of an endless render ends
+// itself (its parent changed) instead of spinning on as an orphan.
+func TestTemplateWorkerOutlivesNoHost(t *testing.T) {
+	if os.Getenv(orphanHostEnv) == "1" {
+		renderTimeout = time.Hour // only the host's death may end the worker
+		tmpl, err := NewChatTemplate(TokenizerConfig{ChatTemplate: `{% for i in range(100000) %}{% for j in range(100000) %}{% for k in range(100000) %}{% endfor %}{% endfor %}{% endfor %}`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Stdout.WriteString("rendering\n")
+		tmpl.Render(nil, Tools{}, false, Kwargs{})
+		return
+	}
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	host := exec.Command(os.Args[0], "-test.run", "^TestTemplateWorkerOutlivesNoHost$")
+	host.Env = append(os.Environ(), orphanHostEnv+"=1")
+	out, err := host.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "rendering\n" {
+		t.Fatalf("host: %q, %v", line, err)
+	}
+	worker := 0
+	for deadline := time.Now().Add(time.Minute); worker == 0; time.Sleep(10 * time.Millisecond) {
+		worker = childOf(host.Process.Pid)
+		if time.Now().After(deadline) {
+			t.Fatal("no worker under the host")
+		}
+	}
+	host.Process.Kill()
+	host.Wait()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if err := syscall.Kill(worker, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(worker, syscall.SIGKILL)
+			t.Fatalf("worker %d still runs a minute after its host was killed", worker)
+		}
+	}
+}
+
+// childOf returns a child process of pid, or 0.
+func childOf(pid int) int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, not ')'.
+		_, rest, ok := strings.Cut(string(b), ") ")
+		if f := strings.Fields(rest); ok && len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			n, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			return n
+		}
+	}
+	return 0
 }

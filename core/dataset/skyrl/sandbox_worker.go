@@ -41,6 +41,8 @@ const (
 	// which transformers renders with (MAX_RANGE): a larger range is
 	// refused at once, not built item by item.
 	maxRange = 100_000
+	// maxCachedTools bounds the tool lists a worker keeps parsed.
+	maxCachedTools = 64
 	// MaxRenderBytes bounds one rendered prompt.
 	MaxRenderBytes = 32 << 20
 )
@@ -186,6 +188,9 @@ func (r *renderer) serve(req *renderRequest, tools map[string]*jsonValue) (rep r
 			var err error
 			if tv, err = parseJSONValueAs(req.ToolsRaw, "tools", req.ToolsPrefix); err != nil {
 				return fail(err)
+			}
+			if len(tools) >= maxCachedTools {
+				clear(tools) // the host sends again those it needs
 			}
 			tools[req.ToolsID] = tv
 		}

@@ -1,8 +1,6 @@
 package skyrl
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"runtime"
@@ -121,7 +119,7 @@ type Tools struct {
 	v     *jsonValue
 	names []string
 	raw   []byte
-	id    string // names raw for the workers, which keep each one parsed
+	id    string // names this parse for the workers, which keep it parsed
 }
 
 // MaxToolsBytes bounds a toolset's tools: every prompt of the toolset
@@ -142,8 +140,9 @@ func ParseTools(raw []byte, what string) (Tools, error) {
 	if !v.plain.IsList() {
 		return Tools{}, fmt.Errorf("%s: want a JSON list of tools", what)
 	}
-	sum := sha256.Sum256(raw)
-	t := Tools{v: v, raw: raw, id: hex.EncodeToString(sum[:16])}
+	// The id is the parse's: its holes' markers are its own, so the same
+	// bytes parsed again are other tools to a worker.
+	t := Tools{v: v, raw: raw, id: v.prefix}
 	for i, tool := range v.plain.AsList().Items {
 		name := ""
 		if tool.IsDict() {
