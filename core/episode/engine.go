@@ -25,6 +25,9 @@ const (
 	DefaultVerifyTimeout   = 2 * time.Minute
 	DefaultTeardownTimeout = 30 * time.Second
 	DefaultTeardownRetry   = 5 * time.Minute
+	// DefaultToolsetRetryAfter is how long a toolset whose listing failed
+	// answers with that failure before deploying its envs again.
+	DefaultToolsetRetryAfter = 30 * time.Second
 )
 
 // Config is what an Engine plays episodes with.
@@ -58,6 +61,9 @@ type Config struct {
 	// TeardownRetry bounds how long a failed teardown (the sandbox plugin
 	// crashed or is restarting) is retried in the background (0 = 5m).
 	TeardownRetry time.Duration
+	// ToolsetRetryAfter is how long a failed toolset listing is answered
+	// from memory before it is tried again (0 = 30s).
+	ToolsetRetryAfter time.Duration
 
 	Limits Limits // what one reply may cost; zero fields take the defaults
 
@@ -132,9 +138,12 @@ func NewEngine(cfg Config) (*Engine, error) {
 	}{
 		{&cfg.DeployTimeout, DefaultDeployTimeout}, {&cfg.ToolCallTimeout, DefaultToolCallTimeout},
 		{&cfg.VerifyTimeout, DefaultVerifyTimeout}, {&cfg.TeardownTimeout, DefaultTeardownTimeout},
-		{&cfg.TeardownRetry, DefaultTeardownRetry},
+		{&cfg.TeardownRetry, DefaultTeardownRetry}, {&cfg.ToolsetRetryAfter, DefaultToolsetRetryAfter},
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
+	if err := cfg.Limits.check(); err != nil {
+		return nil, fmt.Errorf("episode engine: %w", err)
+	}
 	for _, d := range defaults {
 		if *d.d <= 0 {
 			*d.d = d.def
@@ -385,6 +394,25 @@ func (e *Engine) Prepare(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// EnvNames lists the bundle's envs in the order Prepare builds them.
+func (e *Engine) EnvNames() []string { return sortedEnvNames(e.cfg.Bundle) }
+
+// PrepareEnv builds what env name needs, as Prepare does for every env.
+func (e *Engine) PrepareEnv(ctx context.Context, name string) error {
+	env, ok := e.cfg.Bundle.Envs[name]
+	if !ok {
+		return fmt.Errorf("preparing env %q: the bundle has no such env", name)
+	}
+	prep, ok := e.cfg.Sandbox.(sandbox.Preparer)
+	if !ok {
+		return nil
+	}
+	if err := prep.Prepare(ctx, e.spec(env, nil)); err != nil {
+		return fmt.Errorf("preparing env %q: %w", name, err)
+	}
+	return nil
 }
 
 func sortedEnvNames(b *bundle.Bundle) []string {

@@ -291,18 +291,22 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 			rep.fail(c.Name + " cannot be called now.")
 			continue
 		}
+		// The answer is read no further than this result may hold: the
+		// rest streams past unread.
 		callStart := time.Now()
-		res, err := o.env.client.Call(ctx, c.Name, args, ep.e.cfg.ToolCallTimeout)
+		res, err := o.env.client.CallLimited(ctx, c.Name, args, ep.e.cfg.ToolCallTimeout, max(rep.resultRoom(), 1))
 		ep.timed(PhaseTool, o.env.name, callStart)
 		if err != nil {
-			return &Error{Code: CodeExecution, Err: fmt.Errorf("env %q: %w", o.env.name, err), Cause: causeOf(err, CauseEnvCrashed)}
+			// The sandbox id names where the env ran (a pod, a container) so
+			// an env that died mid-episode can be looked up.
+			return &Error{Code: CodeExecution, Err: fmt.Errorf("env %q (sandbox %s): %w", o.env.name, o.env.sb.ID, err), Cause: causeOf(err, CauseEnvCrashed)}
 		}
+		prefix := ""
 		if res.IsError {
 			ep.toolErrs++
-			tool("Error: " + res.Text)
-			continue
+			prefix = "Error: "
 		}
-		tool(res.Text)
+		rep.toolResult(prefix, res.Text, res.Cut)
 	}
 	rep.finish()
 	noCall := !ended && len(parsed.Calls) == 0 && len(parsed.Unparsed) == 0 && parsed.CallsOmitted == 0
@@ -415,6 +419,10 @@ func (ep *episode) deploy(ctx context.Context, s *bundle.Step) error {
 	labels := map[string]string{sandbox.LabelEpisode: ep.id, sandbox.LabelTask: ep.task.ID}
 	le, err := ep.e.envFor(ctx, s.Env, labels, ep.record)
 	if err != nil {
+		var b *briefError
+		if errors.As(err, &b) {
+			return withBrief(fmt.Errorf("deploy_env step %q: %w", s.ID, err), "deploy_env step %q: %s", s.ID, b.brief)
+		}
 		return fmt.Errorf("deploy_env step %q: %w", s.ID, err)
 	}
 	ep.mu.Lock()

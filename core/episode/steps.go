@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentenv/agentenv/core/bundle"
 	"github.com/agentenv/agentenv/core/envclient"
+	"github.com/agentenv/agentenv/core/pluginhost"
 	"github.com/agentenv/agentenv/sdk/sandbox"
 )
 
@@ -88,14 +89,30 @@ func (e *Engine) deployCounted(ctx context.Context, name string, labels map[stri
 	spec.Labels[sandbox.LabelCreated] = time.Now().UTC().Format(time.RFC3339)
 	start := time.Now()
 	sb, err := e.cfg.Sandbox.Deploy(ctx, spec)
+	if err != nil && errors.Is(err, pluginhost.ErrCrashed) && ctx.Err() == nil {
+		// One crash of the sandbox plugin fails every deploy in flight
+		// across the server: each goes again, once, on the restarted
+		// process (the call waits for the restart), under a new nonce so
+		// the first try's leftovers are reaped apart.
+		e.log.Warn("the sandbox plugin crashed during a deploy; deploying again on the restarted plugin", "env", name, "error", err)
+		e.reapDeploy(nonce)
+		nonce = newEpisodeID()
+		spec.Labels[sandbox.LabelDeploy] = nonce
+		sb, err = e.cfg.Sandbox.Deploy(ctx, spec)
+	}
 	rec(Span{Phase: PhaseDeploy, Env: name, Start: start, Took: time.Since(start)})
 	if err != nil {
 		e.uncount()
 		e.reapDeploy(nonce)
 		if timedOut(ctx, err) {
-			return nil, timeoutError{fmt.Errorf("deploying env %q: not ready within %s (the deploy timeout): %w", name, e.cfg.DeployTimeout, err)}
+			return nil, withBrief(timeoutError{fmt.Errorf("deploying env %q: not ready within %s (the deploy timeout): %w", name, e.cfg.DeployTimeout, err)},
+				"env %q was not ready within the deploy timeout (%s)", name, e.cfg.DeployTimeout)
 		}
-		return nil, fmt.Errorf("deploying env %q: %w", name, err)
+		why := "the sandbox could not start it"
+		if errors.Is(err, pluginhost.ErrCrashed) {
+			why = "the sandbox plugin crashed"
+		}
+		return nil, withBrief(fmt.Errorf("deploying env %q: %w", name, err), "env %q could not be deployed: %s", name, why)
 	}
 	le := &liveEnv{name: name, sb: sb, counted: true, rec: rec}
 	ready := time.Now()
@@ -106,13 +123,14 @@ func (e *Engine) deployCounted(ctx context.Context, name string, labels map[stri
 		}
 		return nil, err
 	}
-	le.client, err = envclient.Connect(ctx, sb.Endpoint, envclient.Options{})
+	le.client, err = envclient.Connect(ctx, sb.Endpoint, envclient.Options{MaxResultBytes: e.cfg.Limits.MaxResultBytes})
 	if err != nil {
-		return fail(fmt.Errorf("env %q deployed as %s but its MCP server does not answer: %w", name, sb.ID, err))
+		return fail(withBrief(fmt.Errorf("env %q deployed as %s but its MCP server does not answer: %w", name, sb.ID, err),
+			"env %q was deployed but its MCP server did not answer", name))
 	}
 	le.tools, err = le.client.ListTools(ctx)
 	if err != nil {
-		return fail(fmt.Errorf("env %q: %w", name, err))
+		return fail(withBrief(fmt.Errorf("env %q: %w", name, err), "env %q did not list its tools", name))
 	}
 	e.log.Debug("env deployed", "env", name, "sandbox", sb.ID, "endpoint", sb.Endpoint, "tools", len(le.tools), "took", time.Since(start))
 	return le, nil
@@ -261,10 +279,11 @@ func (ep *episode) callSetup(ctx context.Context, s *bundle.Step) error {
 	}
 	res, err := le.client.CallTool(ctx, s.Tool, s.Arguments, ep.e.cfg.ToolCallTimeout)
 	if err != nil {
-		return fmt.Errorf("call_tool step %q: %w", s.ID, err)
+		return withBrief(fmt.Errorf("call_tool step %q: %w", s.ID, err), "setup step %q (%s on env %q) failed", s.ID, s.Tool, s.Env)
 	}
 	if res.IsError {
-		return fmt.Errorf("call_tool step %q: %s on env %q answered with an error: %s", s.ID, s.Tool, s.Env, res.Text)
+		return withBrief(fmt.Errorf("call_tool step %q: %s on env %q answered with an error: %s", s.ID, s.Tool, s.Env, res.Text),
+			"setup step %q (%s on env %q) answered with an error", s.ID, s.Tool, s.Env)
 	}
 	return nil
 }

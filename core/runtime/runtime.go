@@ -30,8 +30,10 @@ const DefaultSandbox = "local"
 // PluginEnv names the host environment variables first-party plugins get
 // besides those every plugin gets (pluginhost.Options.PluginEnv adds to
 // it): the ECS sandbox's AWS SDK reads its region, credentials, profile and
-// endpoints from AWS_* variables.
-var PluginEnv = map[string][]string{"sandbox-ecs": {"AWS_*"}}
+// endpoints from AWS_* variables; the Kubernetes sandbox finds its
+// kubeconfig in KUBECONFIG, and its API server in a pod through
+// KUBERNETES_SERVICE_HOST and _PORT.
+var PluginEnv = map[string][]string{"sandbox-ecs": {"AWS_*"}, "sandbox-k8s": {"KUBECONFIG", "KUBERNETES_SERVICE_*"}}
 
 // startTimeout bounds starting one plugin (and reaping) at Open.
 const startTimeout = 2 * time.Minute
@@ -241,10 +243,56 @@ func (r *Runtime) toolFormats() func(string) (toolformat.Parser, error) {
 	}
 }
 
+// PrepareProgress hears of each env's build: Building as it begins, then
+// Built when it succeeded (a failure is Prepare's error).
+type PrepareProgress interface {
+	Building(env string)
+	Built(env string)
+}
+
+// prepareLogEvery is how often a build still running is logged.
+const prepareLogEvery = 15 * time.Second
+
 // Prepare builds what the bundle's envs need (through the sandbox) so the
-// first episodes do not wait for it.
-func (r *Runtime) Prepare(ctx context.Context) error {
-	if err := r.Engine.Prepare(ctx); err != nil {
+// first episodes do not wait for it, one env after the other, logging
+// each build's start, a line every 15 s while it runs, and its end.
+// progress (may be nil) hears of each env too.
+func (r *Runtime) Prepare(ctx context.Context, progress PrepareProgress) error {
+	var errs []error
+	for _, name := range r.Engine.EnvNames() {
+		if progress != nil {
+			progress.Building(name)
+		}
+		began := time.Now()
+		r.log.Info("preparing env (building what it needs, once)", "env", name)
+		done := make(chan struct{})
+		go func() {
+			t := time.NewTicker(prepareLogEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					r.log.Info("still preparing env", "env", name, "elapsed", time.Since(began).Round(time.Second).String())
+				}
+			}
+		}()
+		err := r.Engine.PrepareEnv(ctx, name)
+		close(done)
+		if err != nil {
+			errs = append(errs, err)
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		r.log.Info("env prepared", "env", name, "took", time.Since(began).Round(time.Millisecond).String())
+		if progress != nil {
+			progress.Built(name)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("preparing the bundle's envs: %w", err)
 	}
 	return nil

@@ -140,7 +140,7 @@ func TestConnectionCap(t *testing.T) {
 		t.Fatalf("past the cap: %d %s", resp.StatusCode, body)
 	}
 	held[0].Close()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(guard)
 	for {
 		c, err := net.Dial("tcp", ts.addr)
 		if err != nil {
@@ -154,7 +154,7 @@ func TestConnectionCap(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no connection served after one of the 5 closed: %v %v", resp, err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // a poll interval
 	}
 }
 

@@ -306,7 +306,7 @@ func (s *session) reset(msg inbound) {
 	if err != nil {
 		s.log.Info("episode failed to start", "episode", ep.ID(), "error", err)
 		s.closeEpisode(s.failureOutcome(), episode.CauseClientClosed)
-		s.replyFailure(err)
+		s.replyFailureOf(err, ep.ID())
 		return
 	}
 	s.last = ep
@@ -360,7 +360,10 @@ func (s *session) reply(obs episode.Observation) {
 
 // replyFailure sends err as an error reply with its code; during a
 // shutdown every failure is SHUTTING_DOWN.
-func (s *session) replyFailure(err error) {
+func (s *session) replyFailure(err error) { s.replyFailureOf(err, s.lastID()) }
+
+// replyFailureOf is replyFailure for a failure of episode id.
+func (s *session) replyFailureOf(err error, id string) {
 	if s.srv.draining.Load() || errors.Is(err, errShuttingDown) {
 		s.sentStop = true
 		s.sendError(&wireError{Code: CodeShuttingDown, Message: "server is shutting down; the episode was closed"})
@@ -369,10 +372,9 @@ func (s *session) replyFailure(err error) {
 	if errors.Is(err, context.Canceled) && s.ctx.Err() != nil {
 		return // the client left; nobody to answer
 	}
-	msg := err.Error()
-	var epErr *episode.Error
-	if errors.As(err, &epErr) && epErr.Err != nil {
-		msg = epErr.Err.Error() // the code travels beside the message
+	msg, brief := s.srv.failureMessage(err)
+	if brief {
+		msg += fmt.Sprintf(" (episode %s; the server's log has the details)", id)
 	}
 	s.sendError(&wireError{Code: string(episode.CodeOf(err)), Message: msg})
 }

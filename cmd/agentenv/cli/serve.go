@@ -68,7 +68,7 @@ Flags override the [serve] table of --config. See docs/serving.md.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Addr, "addr", o.Addr, "address to listen on")
-	f.StringVar(&o.Sandbox, "sandbox", o.Sandbox, "sandbox plugin: local, ecs (docs/ecs.md), or any agentenv-sandbox-<name>")
+	f.StringVar(&o.Sandbox, "sandbox", o.Sandbox, "sandbox plugin: local, ecs (docs/ecs.md), k8s (docs/kubernetes.md), or any agentenv-sandbox-<name>")
 	f.StringArrayVar(&sandboxConfig, "sandbox-config", nil, "sandbox setting as key=value (value parsed as JSON when it is JSON), or a .json/.toml file of settings; repeatable")
 	f.StringVar(&o.Reward, "reward", o.Reward, "reward for tasks with several scores: a reward plugin name (mean), or score:<step id>")
 	f.StringVar(&o.ToolFormat, "tool-format", o.ToolFormat, "default tool-call format of replies (a reset may name another)")
@@ -79,6 +79,7 @@ Flags override the [serve] table of --config. See docs/serving.md.`,
 	f.StringVar(&configFile, "config", "", "TOML file whose [serve] table sets any of these flags")
 	f.BoolVar(&o.LogJSON, "log-json", o.LogJSON, "log JSON lines instead of text")
 	f.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: trace, debug, info, warn, error")
+	f.BoolVar(&o.ErrorDetail, "error-detail", o.ErrorDetail, "send clients the full detail of DEPLOY_FAILED (server paths, env command lines and output, which may print secrets); for a server only you use. Without it clients get the env and a short cause, and the log the detail")
 	o.Limits.addFlags(f)
 	return cmd
 }
@@ -145,27 +146,14 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 	if err != nil {
 		return sandboxConfigHint(err, o.SandboxConfig)
 	}
-	// Build the envs now, so the first resets do not wait on a compiler.
-	prepCtx, prepCancel := context.WithCancel(context.Background())
-	defer prepCancel()
-	prepared := make(chan error, 1)
-	go func() { prepared <- rt.Prepare(prepCtx) }()
-	select {
-	case err := <-prepared:
-		if err != nil {
-			return errors.Join(err, rt.Close(context.Background()))
-		}
-	case sig := <-sigs:
-		prepCancel()
-		<-prepared
-		log.Info("stopped before serving", "signal", sig.String())
-		return rt.Close(context.Background())
-	}
 	b := rt.Bundle
 	info, err := server.BundleInfo(b, version)
 	if err != nil {
 		return errors.Join(err, rt.Close(context.Background()))
 	}
+	// The server listens while the envs build (minutes on a cold machine):
+	// /health says "preparing" and everything else PREPARING until then.
+	ready := server.NewReadiness(rt.Engine.EnvNames())
 	metrics.Prime(sandboxLabel(o.Sandbox), envNames(b))
 	srv, err := server.New(server.Options{
 		Metrics:           metrics,
@@ -178,7 +166,9 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 		Logger:            log.Named("server"),
 		PluginRestarts:    func() float64 { return float64(rt.Restarts()) },
 		HTTP:              o.Limits.httpLimits(),
+		ErrorDetail:       o.ErrorDetail,
 		MaxQueuedFrames:   o.Limits.MaxQueuedMessages,
+		Readiness:         ready,
 	})
 	if err != nil {
 		return errors.Join(err, rt.Close(context.Background()))
@@ -187,11 +177,39 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 	if o.TokenVar == "" && !isLoopback(ln.Addr()) {
 		log.Warn("serving on a non-loopback address without a token: anyone who can reach it can run episodes; set --token-var", "addr", ln.Addr().String())
 	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	stopNow := func(cause error) error {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		return errors.Join(cause, srv.Shutdown(ctx), rt.Close(ctx))
+	}
+	log.Info("listening; preparing the envs before serving episodes (/health answers 503 \"preparing\" until then)",
+		"url", "http://"+ln.Addr().String(), "envs", len(b.Envs))
+	// Build the envs now, so the first resets do not wait on a compiler.
+	prepCtx, prepCancel := context.WithCancel(context.Background())
+	defer prepCancel()
+	prepared := make(chan error, 1)
+	go func() { prepared <- rt.Prepare(prepCtx, ready) }()
+	select {
+	case err := <-prepared:
+		if err != nil {
+			return stopNow(err)
+		}
+		ready.Ready()
+	case err := <-served:
+		prepCancel()
+		<-prepared
+		return stopNow(err)
+	case sig := <-sigs:
+		prepCancel()
+		<-prepared
+		log.Info("stopped before serving", "signal", sig.String())
+		return stopNow(nil)
+	}
 	log.Info("serving", "bundle", b.Name, "tasks", len(b.Tasks), "url", "http://"+ln.Addr().String(),
 		"sandbox", o.Sandbox, "max_concurrent_envs", o.MaxConcurrentEnvs, "warm", o.Warm, "token", o.TokenVar != "", "server_id", serverID)
 
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
 	select {
 	case err := <-served:
 		// The listener failed under us: still tear down what is live.

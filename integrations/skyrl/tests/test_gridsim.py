@@ -205,15 +205,20 @@ def test_rollouts_wait_out_a_server_at_capacity(agentenv_bin):
     try:
         rows = server.rows("eval", 3)
         live, most = 0, 0
+        both = asyncio.Event()  # set once two episodes were live at once
 
         async def policy(messages, tid):
-            # Hold each episode a moment, so the others' resets queue at the server.
+            # The first episodes hold until two are live together, so the others'
+            # resets queue at the server. An event, not a sleep: a loaded machine
+            # once let one episode end before the next began (most == 1).
             nonlocal live, most
             replies = sum(1 for role, _ in messages if role == "assistant")
             if replies == 0:
                 live += 1
                 most = max(most, live)
-                await asyncio.sleep(0.3)
+                if live == 2:
+                    both.set()
+                await asyncio.wait_for(both.wait(), 120)  # a guard only
                 return call("submit_schedule", {"schedule": [0] * 24})
             live -= 1
             return "Done." + END
