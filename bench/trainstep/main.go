@@ -23,8 +23,9 @@
 //
 //	go run ./bench/trainstep sessions --idle 10000 --live 2000 --episodes 20000
 //
-// Kubernetes joins as one more entry of the sandboxes table (sandboxes.go)
-// once plugins/sandbox-k8s lands: its serve flags and its floor (a bare pod).
+// --sandboxes k8s --k8s-config FILE plays the step on Kubernetes (the
+// entry of the sandboxes table in sandboxes.go; its bare-pod floor is still
+// bench/k8s_test.go's).
 package main
 
 import (
@@ -80,6 +81,7 @@ func run() error {
 	flag.IntVar(&o.attempts, "attempts", 3, "attempts per rollout (replays of rollouts the env failed)")
 	flag.StringVar(&repliesFile, "replies", "", "file of model replies, one JSON string per line, played in order (the last one ends the episode)")
 	flag.IntVar(&o.floors, "floors", 8, "bare deploys and MCP calls measured per floor")
+	flag.StringVar(&k8sConfig, "k8s-config", "", "the k8s sandbox's settings file (.json/.toml), for --sandboxes k8s")
 	flag.Parse()
 	if o.n < 1 || o.c < 1 || o.g < 1 || o.turns < 1 || o.steps < 1 || o.attempts < 1 {
 		return fmt.Errorf("-n, -c, -g, -t, --steps and --attempts must be at least 1")

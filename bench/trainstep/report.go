@@ -47,7 +47,9 @@ const seedStep = 70 * time.Second
 func (r *report) print(w io.Writer, o options) {
 	fmt.Fprintf(w, "## %s\n\n", r.sandbox)
 	floor := median(r.floorDeploy)
-	if r.floorName != "" {
+	if r.floorName == "" {
+		fmt.Fprintf(w, "floor: none measured here for %s\n\n", r.sandbox)
+	} else {
 		fmt.Fprintf(w, "floor: bare deploy (%s) to MCP ready, %d of them %d at once, median: %.1f ms; bare MCP call (get_prices), median of %d: %.2f ms\n\n",
 			r.floorName, len(r.floorDeploy), min(o.c, len(r.floorDeploy)), ms(floor), len(r.floorCall), ms(median(r.floorCall)))
 	}

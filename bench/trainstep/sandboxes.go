@@ -22,9 +22,7 @@ import (
 )
 
 // sandboxKind is one way of running the envs: the serve flags it takes and
-// its floor. Kubernetes joins here once plugins/sandbox-k8s lands: serve
-// args --sandbox k8s with its config, and a floor that creates a bare pod
-// of the env's image and waits for its MCP server.
+// its floor (nil: none measured here).
 type sandboxKind struct {
 	name      string
 	floorName string
@@ -54,6 +52,25 @@ var sandboxKinds = []sandboxKind{
 	{name: "docker", floorName: "bare `docker run`", setup: dockerSetup(0), floor: dockerFloor},
 	{name: "docker-warm", floorName: "bare `docker run`", setup: dockerSetup(-1), floor: dockerFloor},
 	{name: "ecs", floorName: "the stand-in's own container start (what its RunTask does)", setup: ecsSetup, floor: ecsFloor},
+	// Kubernetes: serve --sandbox k8s with --k8s-config (the plugin's
+	// settings: kubeconfig, namespace, ...; docs/k8s-test-cluster.md). Its
+	// floor, a bare pod, is bench/k8s_test.go's (BenchmarkK8sDeployToReady);
+	// it is not repeated here yet.
+	{name: "k8s", setup: k8sSetup},
+}
+
+// k8sConfig is the k8s sandbox's settings file (--k8s-config).
+var k8sConfig string
+
+func k8sSetup(_ context.Context, o options, _ string) (*setup, error) {
+	if k8sConfig == "" {
+		return nil, fmt.Errorf("--k8s-config: give the k8s sandbox's settings file (kubeconfig, namespace; see docs/k8s-test-cluster.md)")
+	}
+	env, err := firstEnv(o)
+	if err != nil {
+		return nil, err
+	}
+	return &setup{envDef: env, args: []string{"--sandbox", "k8s", "--sandbox-config", k8sConfig}}, nil
 }
 
 func sandboxNames() []string {
