@@ -6,7 +6,7 @@ PROTOC_GEN_GO := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
 GOBIN_DIR := $(CURDIR)/.tools/bin
 
-.PHONY: help build test lint proto proto-check bench fuzz
+.PHONY: help build test test-stress lint proto proto-check bench fuzz
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -14,8 +14,22 @@ help: ## list the targets
 build: ## build bin/agentenv (first-party plugins compiled in)
 	$(GO) build -o bin/agentenv ./cmd/agentenv
 
-test: ## go test -race over every module of the workspace
-	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+# go test shows nothing of a passing package, skips included: tests that
+# lack an outside part (sdktest.Missing) write a line to SKIPS, printed last.
+SKIPS := $(CURDIR)/.test-skips
+# Packages tested at once (go test -p); the default is the number of cores.
+TEST_P ?=
+
+test: ## go test -race over every module of the workspace (TEST_P=n: packages at once)
+	@rm -f $(SKIPS); rc=0; \
+	AGENTENV_TEST_SKIPS=$(SKIPS) $(GO) test -race -count=1 -timeout 30m $(if $(TEST_P),-p $(TEST_P)) $(PKGS) || rc=$$?; \
+	if [ -s $(SKIPS) ]; then \
+	  echo; echo "SKIPPED: $$(wc -l <$(SKIPS)) tests need parts this machine lacks (README: What the tests need):"; \
+	  sort $(SKIPS); \
+	fi; rm -f $(SKIPS); exit $$rc
+
+test-stress: ## the timing-sensitive tests 3 times in a row under a CPU hog (needs stress-ng)
+	GO=$(GO) scripts/test-stress.sh
 
 lint: ## gofmt and go vet over every module
 	@out=$$(gofmt -l $$($(GO) list -f '{{.Dir}}' $(PKGS))); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -432,6 +432,9 @@ func BenchmarkIdleSessions(b *testing.B) {
 		for _, c := range open(50) { // warm the allocator
 			c.Close()
 		}
+		// A measurement, not a test: the pauses let the server's RSS settle
+		// (closed connections freed, new ones' buffers touched) before
+		// each reading; a slow machine only makes the ratio noisier.
 		time.Sleep(300 * time.Millisecond)
 		before := rss(b, p.cmd.Process.Pid)
 		conns := open(n)

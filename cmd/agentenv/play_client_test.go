@@ -110,7 +110,7 @@ func TestClientEpisodeAndCatalogue(t *testing.T) {
 	if s.Close() != nil {
 		t.Fatal("second Close failed")
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for srv.player.closed.Load() != 2 { // the first episode ended done, the second by Close
 		if time.Now().After(deadline) {
 			t.Fatalf("%d episodes torn down, want 2", srv.player.closed.Load())
@@ -261,14 +261,16 @@ func TestClientToken(t *testing.T) {
 // A session whose caller is busy (a model generating) still answers the
 // server's pings, so the server keeps it.
 func TestClientAnswersPingsWhileIdle(t *testing.T) {
-	srv := startEchoServer(t, "", server.Options{PingInterval: 50 * time.Millisecond, PongTimeout: 100 * time.Millisecond})
+	srv := startEchoServer(t, "", server.Options{PingInterval: 50 * time.Millisecond, PongTimeout: 2 * time.Second})
 	ctx := ctxFor(t, 30*time.Second)
 	// The client's own pings off: only its answers keep the session.
 	s := mustDial(t, srv.base, client.Options{PingInterval: -1})
 	if _, err := s.Reset(ctx, client.ResetRequest{TaskID: "t"}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // ten ping intervals without a call
+	// Idle past the server's read deadline (2.05 s): the span is what the
+	// test is about, and the 2 s pong timeout leaves a loaded machine room.
+	time.Sleep(3 * time.Second)
 	if err := s.Err(); err != nil {
 		t.Fatalf("the session ended while idle: %v", err)
 	}
@@ -302,7 +304,7 @@ func TestClientCancelledStep(t *testing.T) {
 	if _, err := s.Step(ctx, "done"); !errors.Is(err, client.ErrDisconnected) {
 		t.Fatalf("step on the closed connection: %v", err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for srv.player.closed.Load() != 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("the server did not tear the episode down")
@@ -458,7 +460,7 @@ func TestClientWaitsOutCapacity(t *testing.T) {
 	start := time.Now()
 	_, err := a.Reset(ctxFor(t, 1500*time.Millisecond), client.ResetRequest{Split: "eval", Index: 2})
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, client.CodeCapacityReached) ||
-		!strings.Contains(err.Error(), "reset: gave up waiting for the server") || time.Since(start) > 5*time.Second {
+		!strings.Contains(err.Error(), "reset: gave up waiting for the server") || time.Since(start) > 30*time.Second {
 		t.Fatalf("got %v after %s, want a clear deadline error", err, time.Since(start))
 	}
 	// b's episode is live: a clean stop tears it down (SIGKILL would leave
@@ -486,7 +488,7 @@ func TestClientWaitsOutServeRestart(t *testing.T) {
 	}
 	select {
 	case <-s.Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("the session did not see the shutdown")
 	}
 	if !errors.Is(s.Err(), client.CodeShuttingDown) {
@@ -503,7 +505,12 @@ func TestClientWaitsOutServeRestart(t *testing.T) {
 		}
 		got <- err
 	}()
-	time.Sleep(500 * time.Millisecond)
+	// The reset is waiting out the down server before it comes back.
+	for deadline := time.Now().Add(time.Minute); !r.saw(syscall.ECONNREFUSED); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the reset met no refused connection: %v", r.errs)
+		}
+	}
 	again := startServe(t, gridsimBundle, addr, state, nil)
 	if err := <-got; err != nil {
 		t.Fatalf("reset across the restart: %v", err)
@@ -535,15 +542,20 @@ func TestClientCloseDuringStep(t *testing.T) {
 		_, err := s.Step(ctx, "slow")
 		got <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	for deadline := time.Now().Add(time.Minute); srv.player.slow.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow step never reached the server")
+		}
+	}
 	start := time.Now()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-got; !errors.Is(err, client.ErrClosed) || time.Since(start) > 2*time.Second {
+	// "At once": well before the step's 30 s context would end it.
+	if err := <-got; !errors.Is(err, client.ErrClosed) || time.Since(start) > 15*time.Second {
 		t.Fatalf("step: %v after %s, want ErrClosed at once", err, time.Since(start))
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for srv.player.closed.Load() != 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("the server did not tear the episode down")

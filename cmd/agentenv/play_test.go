@@ -22,7 +22,10 @@ import (
 // "unscored" (UNSCORED) and "slow" (answered only when the step's context
 // ends). Task "deploy-fail" fails to start (DEPLOY_FAILED); task
 // "slow-close" takes a second to tear down. It counts the teardowns.
-type echoPlayer struct{ closed atomic.Int32 }
+type echoPlayer struct {
+	closed atomic.Int32
+	slow   atomic.Int32 // "slow" steps begun: tests wait on it, not on a sleep
+}
 
 func (p *echoPlayer) Play(req episode.Request) (episode.Episode, error) {
 	switch {
@@ -49,6 +52,10 @@ type echoEpisode struct {
 	turn int
 	done bool
 }
+
+func (e *echoEpisode) Abandon(episode.Cause) {}
+
+func (e *echoEpisode) Result() episode.Result { return episode.Result{EpisodeID: "ep-1"} }
 
 func (e *echoEpisode) ID() string { return "ep-1" }
 
@@ -78,6 +85,7 @@ func (e *echoEpisode) Step(ctx context.Context, reply string) (episode.Observati
 	case "unscored":
 		return fail(episode.CodeUnscored, "no verifier scored the episode")
 	case "slow":
+		e.p.slow.Add(1)
 		<-ctx.Done()
 		return episode.Observation{}, ctx.Err()
 	}
@@ -95,7 +103,7 @@ func (e *echoEpisode) Step(ctx context.Context, reply string) (episode.Observati
 
 func (e *echoEpisode) Close(context.Context) error {
 	if e.task == "slow-close" {
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // the slow teardown the task is named for
 	}
 	e.p.closed.Add(1)
 	return nil

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/agentenv/agentenv/sdk/sdktest"
 )
 
 const e2eToken = "e2e-token-9f8e7d"
@@ -122,7 +124,7 @@ func TestServeGridsimEndToEnd(t *testing.T) {
 	}
 
 	text := metricsText(t, addr, e2eToken)
-	if metric(text, `agentenv_episodes_total{outcome="done"}`) != 2 || metric(text, `agentenv_episode_phase_seconds_count{phase="deploy"}`) != 2 {
+	if metric(text, `agentenv_episodes_total{outcome="done"}`) != 2 || metric(text, `agentenv_episode_phase_seconds_count{env="gridsim",phase="queue",sandbox="local"}`) != 2 {
 		t.Fatalf("metrics after two episodes:\n%s", text)
 	}
 	if code := s.signalAndWait(t, syscall.SIGTERM, 10*time.Second); code != 0 {
@@ -261,6 +263,8 @@ func TestServeRestartReapsAfterSigkill(t *testing.T) {
 		t.Fatalf("%d env processes for 6 live episodes", len(procs))
 	}
 	s.signalAndWait(t, syscall.SIGKILL, 10*time.Second)
+	// Room for envs that die with the server to go: the count below only
+	// checks that some outlive it, so the test has something to reap.
 	time.Sleep(200 * time.Millisecond)
 	orphans := 0
 	for _, p := range procs {
@@ -379,10 +383,7 @@ func pythonWithWebsockets() string {
 func TestServeOpenEnvPythonClient(t *testing.T) {
 	py := pythonWithWebsockets()
 	if py == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("no python3 with websockets: apt-get install python3-websockets")
-		}
-		t.Skip("no python3 with websockets (apt-get install python3-websockets); CI runs this")
+		sdktest.Missing(t, "python3 with websockets", "no python3 imports websockets", "apt-get install python3-websockets")
 	}
 	addr := freeAddr(t)
 	s := startServe(t, gridsimBundle, addr, t.TempDir(), []string{"E2E_TOKEN=" + e2eToken}, "--token-var", "E2E_TOKEN")
@@ -464,7 +465,7 @@ func TestServeSecondSignalExitsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The drain is stuck on the 60 s grace: the server says so meanwhile.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a guard, under the 60 s grace
 	for {
 		resp, err := http.Get("http://" + addr + "/health")
 		if err == nil {
@@ -515,7 +516,7 @@ func TestServeIdleSessionExpires(t *testing.T) {
 	if !websocket.IsCloseError(err, websocket.CloseNormalClosure) || !strings.Contains(err.Error(), "idle timeout") {
 		t.Fatalf("got %v, want close 1000 idle timeout", err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for alive(procs[0].PID) || len(stateFiles(t, state)) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("env process %d still there after the idle timeout", procs[0].PID)

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/agentenv/agentenv/sdk/sdktest"
 )
 
 // The SkyRL integration (integrations/skyrl, Python package agentenv_skyrl)
@@ -20,10 +22,8 @@ func TestSkyRLIntegrationPytest(t *testing.T) {
 		py = ""
 	}
 	if py == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("no python3 with pytest and websockets: apt-get install python3-pytest python3-websockets")
-		}
-		t.Skip("no python3 with pytest and websockets (apt-get install python3-pytest python3-websockets); CI runs this")
+		sdktest.Missing(t, "python3 with pytest and websockets (the whole SkyRL integration suite)",
+			"no python3 imports both", "apt-get install python3-pytest python3-websockets")
 	}
 	cmd := exec.Command(py, "-m", "pytest", "-q", "-rxXs", "-p", "no:cacheprovider", "integrations/skyrl/tests")
 	cmd.Dir = "../.."
@@ -36,8 +36,20 @@ func TestSkyRLIntegrationPytest(t *testing.T) {
 	// pytest exits 0 only when every test passed (or xfailed as declared);
 	// still check it ran some and skipped none.
 	summary := regexp.MustCompile(`(?m)^=* ?(\d+) passed.*$`).FindString(string(out))
-	if summary == "" || strings.Contains(summary, "skipped") {
+	if summary == "" || strings.Contains(summary, "skipped") && !onlyHaproxySkipped(string(out)) {
 		t.Fatalf("pytest ran no test or skipped some:\n%s", out)
 	}
 	t.Log(strings.TrimSpace(summary))
+}
+
+// onlyHaproxySkipped says whether every test pytest skipped was the
+// load-balancer test for want of haproxy, which only CI must have.
+func onlyHaproxySkipped(out string) bool {
+	skips := regexp.MustCompile(`(?m)^SKIPPED .*$`).FindAllString(out, -1)
+	for _, s := range skips {
+		if !strings.Contains(s, "no haproxy") {
+			return false
+		}
+	}
+	return len(skips) > 0 && os.Getenv("CI") != "true"
 }

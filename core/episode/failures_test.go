@@ -169,7 +169,10 @@ func TestFailuresTearDown(t *testing.T) {
 			name: "Close during Start", vars: map[string]string{"TESTENV_START_DELAY": "1m"},
 			play: func(t *testing.T, r *rig, ep episode.Episode) error {
 				go func() {
-					time.Sleep(400 * time.Millisecond)
+					// Once the deploy began (the env then waits a minute).
+					for r.driver.deploys.Load() == 0 {
+						time.Sleep(10 * time.Millisecond) // a poll interval
+					}
 					_ = ep.Close(context.Background())
 				}()
 				_, err := ep.Start(context.Background())
@@ -182,6 +185,9 @@ func TestFailuresTearDown(t *testing.T) {
 			play: func(t *testing.T, r *rig, ep episode.Episode) error {
 				r.start(ep)
 				go func() {
+					// Room for the step to reach the env's 30 s sleep; no
+					// event says it did, and a Close first fails the step
+					// the same way, so load cannot fail the test.
 					time.Sleep(400 * time.Millisecond)
 					_ = ep.Close(context.Background())
 				}()
@@ -270,6 +276,8 @@ func TestEngineCloseTearsDownLiveEpisodes(t *testing.T) {
 		_, err := eps[0].Step(context.Background(), call("sleep", map[string]any{"seconds": 30}))
 		stepErr <- err
 	}()
+	// Room for the step to reach the env; a Close first fails it all the
+	// same, so the window only makes the test sharper.
 	time.Sleep(300 * time.Millisecond)
 	if err := r.engine.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -280,5 +288,37 @@ func TestEngineCloseTearsDownLiveEpisodes(t *testing.T) {
 	assertGone(t, r)
 	if _, err := r.engine.Play(episode.Request{TaskID: "puzzle"}); err == nil || !strings.Contains(err.Error(), "shutting down") {
 		t.Fatalf("Play after Close = %v", err)
+	}
+}
+
+// A toolset whose listing fails is not deployed again on every catalogue
+// request: the failure is answered from memory for ToolsetRetryAfter,
+// then the next request tries afresh.
+func TestFailedToolsetListingIsRemembered(t *testing.T) {
+	dir := bundleFiles(t, map[string]string{"TESTENV_FAIL_START": "1"}, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
+	for _, tc := range []struct {
+		name        string
+		retryAfter  time.Duration
+		gets, wants int64
+	}{
+		{"within the retry interval", 0 /* the default, 30s */, 10, 1},
+		{"past it", time.Nanosecond, 3, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, dir, rigOptions{tune: func(c *episode.Config) { c.ToolsetRetryAfter = tc.retryAfter }})
+			ts := r.bundle.Toolsets()[0]
+			for i := range tc.gets {
+				_, err := r.engine.Tools(context.Background(), ts.ID)
+				if episode.CodeOf(err) != episode.CodeDeploy {
+					t.Fatalf("listing %d: %v, want a deploy failure", i, err)
+				}
+				if i > 0 && tc.wants == 1 && !strings.Contains(err.Error(), "tried again in") {
+					t.Errorf("a remembered failure does not say when it is tried again: %v", err)
+				}
+			}
+			if n := r.driver.deploys.Load(); n != tc.wants {
+				t.Fatalf("%d listings deployed %d times, want %d", tc.gets, n, tc.wants)
+			}
+		})
 	}
 }

@@ -33,7 +33,7 @@ func (r *rig) warmIDs() []string {
 // waitWarm waits until the pool holds ready sandboxes and deploys none.
 func (r *rig) waitWarm(ready int) {
 	r.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // a guard only
 	for {
 		got, deploying := r.engine.WarmReady("testenv")
 		if got == ready && deploying == 0 {
@@ -42,7 +42,7 @@ func (r *rig) waitWarm(ready int) {
 		if time.Now().After(deadline) {
 			r.t.Fatalf("warm pool: %d ready, %d deploying; want %d ready", got, deploying, ready)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // a poll interval
 	}
 }
 
@@ -121,7 +121,9 @@ func TestWarmPoolCountsAgainstLimit(t *testing.T) {
 	r.waitWarm(2)
 	ep := r.play(episode.Request{TaskID: "puzzle"})
 	r.start(ep)
-	time.Sleep(300 * time.Millisecond) // a refill, were one wrongly started, would be under way
+	// An absence: a refill, were one wrongly started, would be under way.
+	// The window cannot make a right engine fail.
+	time.Sleep(300 * time.Millisecond)
 	if ready, deploying := r.engine.WarmReady("testenv"); ready != 1 || deploying != 0 {
 		t.Fatalf("with one episode live under a limit of 2: %d warm, %d deploying; want 1, 0", ready, deploying)
 	}
@@ -166,8 +168,10 @@ func TestWarmPoolBacksOffFailedDeploys(t *testing.T) {
 	dir := bundleFiles(t, map[string]string{"TESTENV_FAIL_START": "1"}, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
 	r := newRig(t, dir, rigOptions{tune: func(c *episode.Config) { c.Warm = 2 }})
 	r.closeFirst()
+	// The backoff is the subject: count attempts over a span of time.
+	// Two at once, then two after 1s; the next pair waits until 3s (load
+	// can only slow attempts down: at least the first two are made).
 	time.Sleep(2500 * time.Millisecond)
-	// Two at once, then two after 1s; the next pair waits until 3s.
 	if got := r.driver.deploys.Load(); got < 2 || got > 4 {
 		t.Fatalf("%d deploy attempts in 2.5s of a failing env, want 2 to 4", got)
 	}

@@ -118,6 +118,7 @@ type Host struct {
 
 	restarts atomic.Int64
 	starts   atomic.Int64 // processes launched, for tests of the cache
+	polls    atomic.Int64 // watch rounds done, for tests that wait on them
 	wg       sync.WaitGroup
 	done     chan struct{}
 	closing  atomic.Bool
@@ -506,6 +507,7 @@ func (h *Host) watch(every time.Duration) {
 				}()
 			}
 		}
+		h.polls.Add(1)
 	}
 }
 

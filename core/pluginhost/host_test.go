@@ -21,7 +21,6 @@ func TestRewardThroughPlugin(t *testing.T) {
 	dir := t.TempDir()
 	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
 	h := newHost(t, dir, nil)
-	ctx := ctxTimeout(t, 60*time.Second)
 
 	tests := []struct {
 		name    string
@@ -46,6 +45,7 @@ func TestRewardThroughPlugin(t *testing.T) {
 			if tc.name == "not found" {
 				name = "nope"
 			}
+			ctx := ctxTimeout(t, time.Minute) // each subtest its own
 			r, err := h.Reward(ctx, name, json.RawMessage(tc.config))
 			if err == nil {
 				_, err = r.Combine(ctx, tc.scores)
@@ -263,7 +263,6 @@ func TestPluginEnvironmentIsAllowListed(t *testing.T) {
 	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
 	t.Setenv("AGENTENV_TEST_SECRET", "s3cret")
 	t.Setenv("AGENTENV_TEST_OPEN", "1")
-	ctx := ctxTimeout(t, 60*time.Second)
 	tests := []struct {
 		name   string
 		opts   func(*Options)
@@ -284,6 +283,7 @@ func TestPluginEnvironmentIsAllowListed(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHost(t, dir, tc.opts)
+			ctx := ctxTimeout(t, time.Minute) // each subtest its own
 			r, err := h.Reward(ctx, "v", json.RawMessage(tc.config))
 			if err != nil {
 				t.Fatal(err)
@@ -310,18 +310,14 @@ func TestPluginLogsReachHostLog(t *testing.T) {
 	// The plugin logs JSON, so its key/value pairs reach the host in no
 	// fixed order: look for the line, then for each pair on it.
 	want := "[INFO]  agentenv.plugins.reward-v: configured:"
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitFor(t, fmt.Sprintf("the host log line %q with scale=2 version=v7", want), func() bool {
 		for _, line := range strings.Split(buf.String(), "\n") {
 			if strings.Contains(line, want) && strings.Contains(line, " scale=2") && strings.Contains(line, " version=v7") {
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("host log lacks %q with scale=2 version=v7:\n%s", want, buf.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 type syncBuffer struct {

@@ -43,19 +43,40 @@ func gone(pid int) bool {
 	return len(fields) > 0 && (fields[0] == "Z" || fields[0] == "X")
 }
 
-func waitGone(t *testing.T, pid int, within time.Duration) {
+func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !gone(pid) {
+	waitFor(t, fmt.Sprintf("process %d to exit", pid), func() bool { return gone(pid) })
+}
+
+// waitFor polls cond until it holds; the deadline is only a guard against
+// a broken test, so it is long and never reached by a slow machine.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(guard)
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("process %d still running after %s", pid, within)
+			t.Fatalf("timed out after %s waiting for %s", guard, what)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // a poll interval, not a guess of how long things take
 	}
 }
 
+// waitPolls waits until the host's watcher has done n more rounds.
+func waitPolls(t *testing.T, h *Host, n int64) {
+	t.Helper()
+	from := h.polls.Load()
+	waitFor(t, fmt.Sprintf("%d watcher polls", n), func() bool { return h.polls.Load() >= from+n })
+}
+
 func TestKilledPluginIsRestarted(t *testing.T) {
-	h, r, ctx := startRewardV1(t, nil)
+	dir, g := t.TempDir(), newGate(t)
+	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
+	h := newHost(t, dir, nil)
+	ctx := ctxTimeout(t, 60*time.Second)
+	r, err := h.Reward(ctx, "v", g.config())
+	if err != nil {
+		t.Fatal(err)
+	}
 	pid := pidOf(t, ctx, r)
 
 	// Calls in flight when the plugin dies fail at once, naming it.
@@ -63,15 +84,19 @@ func TestKilledPluginIsRestarted(t *testing.T) {
 	errs := make(chan error, inflight)
 	for range inflight {
 		go func() {
-			_, err := r.Combine(ctx, map[string]float64{"sleep_ms": 30000, "a": 1})
+			_, err := r.Combine(ctx, map[string]float64{"hold": 1, "a": 1})
 			errs <- err
 		}()
 	}
-	time.Sleep(300 * time.Millisecond) // let the calls reach the plugin
+	for _, p := range g.arrivals(t, inflight) { // all four reached the plugin
+		if p != pid {
+			t.Fatalf("a held call reached pid %d, want %d", p, pid)
+		}
+	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	timeout := time.After(5 * time.Second)
+	timeout := time.After(guard)
 	for range inflight {
 		select {
 		case err := <-errs:
@@ -94,7 +119,7 @@ func TestKilledPluginIsRestarted(t *testing.T) {
 	if n := h.Restarts(); n != 1 {
 		t.Fatalf("Restarts() = %d, want 1", n)
 	}
-	waitGone(t, pid, 5*time.Second)
+	waitGone(t, pid)
 	// List shows the process now serving, and knows the binary already.
 	starts := h.starts.Load()
 	es, err := h.List(ctx)
@@ -113,13 +138,7 @@ func TestIdleCrashIsNoticed(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for h.Restarts() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the watcher did not restart the killed plugin")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, "the watcher to restart the killed plugin", func() bool { return h.Restarts() > 0 })
 	if got := pidOf(t, ctx, r); got == pid {
 		t.Fatal("same pid after restart")
 	}
@@ -143,7 +162,7 @@ func TestRestartFailureFailsFast(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, pid, 5*time.Second)
+	waitGone(t, pid)
 	var last error
 	for range 3 {
 		start := time.Now()
@@ -160,16 +179,10 @@ func TestRestartFailureFailsFast(t *testing.T) {
 	}
 	// Putting the binary back brings it back.
 	install(t, rewardV(t, "v2"), dir, "agentenv-reward-v")
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if v, err := r.Combine(ctx, map[string]float64{"version": 0}); err == nil && v == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("plugin did not come back after its binary returned")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitFor(t, "the plugin to come back after its binary returned", func() bool {
+		v, err := r.Combine(ctx, map[string]float64{"version": 0})
+		return err == nil && v == 2
+	})
 }
 
 func TestHotSwapUnderLoad(t *testing.T) {
@@ -220,25 +233,25 @@ func TestHotSwapUnderLoad(t *testing.T) {
 	}
 	waitVersion := func(v string, n float64) {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for info().Version != v {
-			if time.Now().After(deadline) {
-				t.Fatalf("still %s after replacing the binary with %s", info().Version, v)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitFor(t, "the swap to "+v, func() bool { return info().Version == v })
 		// Calls made after the swap reach the new process.
 		if got, err := r.Combine(ctx, map[string]float64{"version": 0}); err != nil || got != n {
 			t.Fatalf("after swapping to %s a call answered version %v, %v", v, got, err)
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Each version serves a good number of calls before the next swap.
+	moreCalls := func() {
+		t.Helper()
+		from := calls.Load()
+		waitFor(t, "200 more calls", func() bool { return calls.Load() >= from+200 })
+	}
+	moreCalls()
 	install(t, v2, dir, "agentenv-reward-v")
 	waitVersion("v2", 2)
-	time.Sleep(300 * time.Millisecond)
+	moreCalls()
 	install(t, v3, dir, "agentenv-reward-v")
 	waitVersion("v3", 3)
-	time.Sleep(300 * time.Millisecond)
+	moreCalls()
 	stop.Store(true)
 	wg.Wait()
 
@@ -268,9 +281,25 @@ func TestHotSwapToBrokenBinaryKeepsOld(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := pidOf(t, ctx, r)
-	// misbehave, installed as "v", exits before the handshake.
+	// misbehave, installed as "v", exits before the handshake: it is tried
+	// once, then left alone however many polls follow.
+	starts := h.starts.Load()
 	install(t, build(t, "misbehave", ""), dir, "agentenv-reward-v")
-	time.Sleep(1 * time.Second) // many polls: it is tried once, then left alone
+	waitFor(t, "the broken binary to be tried and rejected", func() bool {
+		for _, s := range h.running() {
+			s.mu.Lock()
+			rejected := s.rejected != (fileStamp{})
+			s.mu.Unlock()
+			if rejected {
+				return true
+			}
+		}
+		return false
+	})
+	waitPolls(t, h, 5)
+	if n := h.starts.Load() - starts; n != 1 {
+		t.Fatalf("the broken binary was started %d times, want once", n)
+	}
 	if got, err := r.Combine(ctx, map[string]float64{"a": 3}); err != nil || got != 3 {
 		t.Fatalf("old process after a failed swap: %v, %v", got, err)
 	}
@@ -281,36 +310,34 @@ func TestHotSwapToBrokenBinaryKeepsOld(t *testing.T) {
 		t.Fatalf("Reload error = %v", err)
 	}
 	install(t, rewardV(t, "v2"), dir, "agentenv-reward-v")
-	deadline := time.Now().Add(30 * time.Second)
-	for r.(sdk.Informer).Info().Version != "v2" {
-		if time.Now().After(deadline) {
-			t.Fatal("a good binary after a broken one was not swapped in")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	waitGone(t, pid, 5*time.Second)
+	waitFor(t, "a good binary after a broken one to be swapped in", func() bool { return r.(sdk.Informer).Info().Version == "v2" })
+	waitGone(t, pid)
 }
 
 // A swapped-out process finishes the calls it has before it is stopped.
 func TestHotSwapDrainsInFlightCalls(t *testing.T) {
-	dir := t.TempDir()
+	dir, g := t.TempDir(), newGate(t)
 	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
 	h := newHost(t, dir, func(o *Options) { o.PollInterval = -1 })
 	ctx := ctxTimeout(t, 60*time.Second)
-	r, err := h.Reward(ctx, "v", nil)
+	r, err := h.Reward(ctx, "v", g.config())
 	if err != nil {
 		t.Fatal(err)
 	}
 	pid := pidOf(t, ctx, r)
 	slow := make(chan error, 1)
 	go func() {
-		v, err := r.Combine(ctx, map[string]float64{"sleep_ms": 1500, "version": 0})
+		v, err := r.Combine(ctx, map[string]float64{"hold": 1, "version": 0})
 		if err == nil && v != 1 {
 			err = fmt.Errorf("slow call answered version %v, want 1", v)
 		}
 		slow <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	// The call is held in the old process for as long as the swap takes
+	// (the test once slept instead, and a slow build of v2 outlasted it).
+	if p := g.arrivals(t, 1)[0]; p != pid {
+		t.Fatalf("held call reached pid %d, want %d", p, pid)
+	}
 	install(t, rewardV(t, "v2"), dir, "agentenv-reward-v")
 	if err := h.Reload(); err != nil {
 		t.Fatal(err)
@@ -321,10 +348,16 @@ func TestHotSwapDrainsInFlightCalls(t *testing.T) {
 	if gone(pid) {
 		t.Fatal("old process stopped before its call finished")
 	}
+	select {
+	case err := <-slow:
+		t.Fatalf("the held call returned before it was released: %v", err)
+	default:
+	}
+	g.release(t)
 	if err := <-slow; err != nil {
 		t.Fatalf("in-flight call on the old process: %v", err)
 	}
-	waitGone(t, pid, 5*time.Second)
+	waitGone(t, pid)
 }
 
 func TestCloseStopsPlugins(t *testing.T) {
@@ -333,7 +366,7 @@ func TestCloseStopsPlugins(t *testing.T) {
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, pid, 5*time.Second)
+	waitGone(t, pid)
 	if _, err := r.Combine(ctx, map[string]float64{"a": 1}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("call after Close: %v, want ErrClosed", err)
 	}
@@ -354,7 +387,7 @@ func TestCloseRemovesSocketsOfKilledPlugins(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, pid, 5*time.Second)
+	waitGone(t, pid)
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +427,7 @@ func TestKilledHostLeavesNoPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	waitGone(t, pid, 5*time.Second)
+	waitGone(t, pid)
 	// The killed host's socket folder is what the next host sweeps.
 	sweepSockDirs(os.TempDir())
 	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("%s%d-*", sockDirPrefix, cmd.Process.Pid))); len(left) != 0 {
@@ -414,6 +447,8 @@ func TestSIGHUPReloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	install(t, rewardV(t, "v2"), dir, "agentenv-reward-v")
+	// An absence: no watcher runs, so nothing may swap. The window only
+	// gives a wrong swap the chance to show; load cannot make it fail.
 	time.Sleep(200 * time.Millisecond)
 	if v := r.(sdk.Informer).Info().Version; v != "v1" {
 		t.Fatalf("swapped to %s without a poll or SIGHUP", v)
@@ -421,11 +456,5 @@ func TestSIGHUPReloads(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for r.(sdk.Informer).Info().Version != "v2" {
-		if time.Now().After(deadline) {
-			t.Fatal("SIGHUP did not swap in the new binary")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, "SIGHUP to swap in the new binary", func() bool { return r.(sdk.Informer).Info().Version == "v2" })
 }

@@ -2,6 +2,7 @@ package pluginhost
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -56,13 +57,7 @@ func TestPluginLogLines(t *testing.T) {
 				return false
 			}
 			for _, want := range tc.want {
-				deadline := time.Now().Add(10 * time.Second)
-				for !found(want) {
-					if time.Now().After(deadline) {
-						t.Fatalf("host log lacks %q:\n%s", want, buf.String())
-					}
-					time.Sleep(20 * time.Millisecond)
-				}
+				waitFor(t, fmt.Sprintf("the host log line %q", want), func() bool { return found(want) })
 			}
 			for _, line := range strings.Split(buf.String(), "\n") {
 				if !strings.Contains(line, "agentenv.plugins.reward-v") {

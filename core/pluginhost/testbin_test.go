@@ -89,7 +89,27 @@ func safeName(s string) string {
 
 // rewardV builds the test reward plugin at version v.
 func rewardV(t testing.TB, v string) string {
-	return build(t, "rewardv", "-X main.version="+v)
+	t.Helper()
+	base := build(t, "rewardv", "")
+	key := "rewardv|" + v
+	r, _ := builds.LoadOrStore(key, &buildResult{})
+	b := r.(*buildResult)
+	b.once.Do(func() {
+		// One build, a copy per version: the version is a trailer the
+		// plugin reads from its own binary (a link per version took most
+		// of this package's time on a loaded machine).
+		out := filepath.Join(binDir, "rewardv-"+safeName(v))
+		data, err := os.ReadFile(base)
+		if err == nil {
+			data = append(data, "\nagentenv-test-version="+v+"\n"...)
+			err = os.WriteFile(out, data, 0o755)
+		}
+		b.path, b.err = out, err
+	})
+	if b.err != nil {
+		t.Fatalf("rewardv %s: %v", v, b.err)
+	}
+	return b.path
 }
 
 // install copies src into dir as name (executable), through a temp file
@@ -132,6 +152,7 @@ func newHost(t testing.TB, dir string, mod func(*Options)) *Host {
 		Builtins:     []string{},
 		CachePath:    filepath.Join(t.TempDir(), "cache.json"),
 		PollInterval: 50 * time.Millisecond,
+		StartTimeout: 2 * time.Minute, // a guard: starts take seconds on a loaded machine
 	}
 	if mod != nil {
 		mod(&opts)
@@ -162,8 +183,12 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// ctxTimeout is a context for a test's plugin calls, cancelled when it ends.
+// d is a guard, never under five minutes: a starved machine (make
+// test-stress beside other work) once ran a 60 s context out across nine
+// subtests, each plugin start then given 1 ms.
 func ctxTimeout(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(context.Background(), max(d, 5*time.Minute))
 	t.Cleanup(cancel)
 	return ctx
 }

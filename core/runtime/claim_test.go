@@ -1,12 +1,13 @@
 package runtime
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
 )
@@ -59,31 +60,46 @@ func TestClaimStates(t *testing.T) {
 	}
 }
 
-// TestClaimHolder holds a claim until killed (run by TestClaimDiesWithProcess).
-func TestClaimHolder(t *testing.T) {
-	dir := os.Getenv("CLAIM_HOLDER_DIR")
-	if dir == "" {
-		t.Skip("a helper process of TestClaimDiesWithProcess")
-	}
+// claimHolderVar makes the test binary a claim holder (see holdClaim).
+const claimHolderVar = "CLAIM_HOLDER_DIR"
+
+// holdClaim claims "killed" in dir, says so on stdout and holds the claim
+// until killed, or until its stdin closes (its parent test is gone).
+// TestMain runs it before building anything: a helper that first built the
+// suite's binaries once took longer than the test would wait.
+func holdClaim(dir string) {
 	if _, err := Claim(dir, "killed"); err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
-	os.WriteFile(filepath.Join(dir, "held"), nil, 0o644)
-	time.Sleep(time.Minute)
+	fmt.Println("held")
+	io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
 }
 
 // A server SIGKILLed drops its claim with its life: it reads as dead.
 func TestClaimDiesWithProcess(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestClaimHolder$")
-	cmd.Env = append(os.Environ(), "CLAIM_HOLDER_DIR="+dir)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), claimHolderVar+"="+dir)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the helper to claim", func() bool {
-		_, err := os.Stat(filepath.Join(dir, "held"))
-		return err == nil
-	})
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	// Its "held" line is the event; a holder that dies first closes stdout.
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "held\n" {
+		t.Fatalf("the claim holder did not claim: %q, %v", line, err)
+	}
 	if st, _ := State(dir, "killed"); st != ServerRunning {
 		t.Fatalf("while the holder lives: %s", st)
 	}

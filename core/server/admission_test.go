@@ -20,7 +20,7 @@ func TestAdmissionFIFO(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := a.acquire(context.Background(), 10*time.Second); err != nil {
+			if err := a.acquire(context.Background(), guard); err != nil {
 				t.Error(err)
 				return
 			}
@@ -34,7 +34,7 @@ func TestAdmissionFIFO(t *testing.T) {
 			if _, q := a.counts(); q == i+1 {
 				break
 			}
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // a poll interval
 		}
 	}
 	a.release()
@@ -94,7 +94,7 @@ func TestAdmissionNoLostSlots(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			if a.acquire(context.Background(), time.Duration(1+time.Now().UnixNano()%3)*time.Millisecond) == nil {
-				time.Sleep(time.Millisecond)
+				time.Sleep(time.Millisecond) // holds the slot while others give up: the race under test
 				a.release()
 			}
 		}()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/agentenv/agentenv/core/episode"
@@ -20,6 +21,7 @@ import (
 //	"fail"         EXECUTION_ERROR
 //	"invalid"      VALIDATION_ERROR (episode stays open)
 //	"sleep:<ms>"   answers after that long (or when cancelled)
+//	"hold"         answers once the test calls release (or when cancelled)
 //	"nan"          ends with a NaN metric (which JSON cannot carry)
 //	anything else  a tool message echoing the reply
 type fakePlayer struct {
@@ -27,7 +29,11 @@ type fakePlayer struct {
 	startErr   error
 	closeDelay time.Duration // teardown takes this long
 
+	released    chan struct{} // closed by release: held steps answer
+	releaseOnce sync.Once
+
 	mu      sync.Mutex
+	begun   []string // the replies whose steps began, in order
 	started int
 	closed  int
 	live    map[string]bool // episode id -> not yet closed
@@ -35,7 +41,31 @@ type fakePlayer struct {
 	seq     atomic.Int64
 }
 
-func newFakePlayer() *fakePlayer { return &fakePlayer{live: map[string]bool{}} }
+func newFakePlayer() *fakePlayer {
+	return &fakePlayer{live: map[string]bool{}, released: make(chan struct{})}
+}
+
+// release lets every held step ("hold") answer, now and from then on.
+func (p *fakePlayer) release() { p.releaseOnce.Do(func() { close(p.released) }) }
+
+// stepBegun reports whether a step with this reply has begun.
+func (p *fakePlayer) stepBegun(reply string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.begun {
+		if r == reply {
+			return true
+		}
+	}
+	return false
+}
+
+// waitStep waits until the server runs a step with this reply: the event
+// tests once guessed at with a sleep ("the step is running").
+func (p *fakePlayer) waitStep(t *testing.T, reply string) {
+	t.Helper()
+	eventually(t, 0, "the step "+reply+" to begin", func() bool { return p.stepBegun(reply) })
+}
 
 var fakeTasks = []TaskEntry{
 	{Index: 0, TaskID: "day/1", Toolset: "ts1"},
@@ -97,6 +127,10 @@ type fakeEpisode struct {
 	closedCh chan struct{}
 }
 
+func (e *fakeEpisode) Abandon(episode.Cause) {}
+
+func (e *fakeEpisode) Result() episode.Result { return episode.Result{EpisodeID: e.id} }
+
 func (e *fakeEpisode) ID() string { return e.id }
 
 func (e *fakeEpisode) State() episode.State {
@@ -149,7 +183,18 @@ func (e *fakeEpisode) wait(ctx context.Context, d time.Duration) error {
 
 func (e *fakeEpisode) Step(ctx context.Context, reply string) (episode.Observation, error) {
 	obs := episode.Observation{EpisodeID: e.id, TaskID: e.task}
+	e.p.mu.Lock()
+	e.p.begun = append(e.p.begun, reply)
+	e.p.mu.Unlock()
 	switch {
+	case reply == "hold":
+		select {
+		case <-e.p.released:
+		case <-ctx.Done():
+			return obs, &episode.Error{Code: episode.CodeExecution, Err: ctx.Err()}
+		case <-e.closedCh:
+			return obs, &episode.Error{Code: episode.CodeExecution, Err: errors.New("episode closed")}
+		}
 	case reply == "fail":
 		return obs, &episode.Error{Code: episode.CodeExecution, Err: errors.New("env crashed")}
 	case reply == "invalid":
@@ -180,7 +225,7 @@ func nanValue() float64 { var z float64; return z / z }
 
 func (e *fakeEpisode) Close(context.Context) error {
 	e.once.Do(func() {
-		time.Sleep(e.p.closeDelay)
+		time.Sleep(e.p.closeDelay) // a slow teardown, as the tests ask for; not a wait for timing
 		close(e.closedCh)
 		e.p.mu.Lock()
 		e.p.closed++

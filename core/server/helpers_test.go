@@ -228,14 +228,18 @@ func scrape(ts *testServer, series string) (float64, error) {
 	return 0, io.EOF
 }
 
-// eventually polls cond until it holds or d passes.
+// guard bounds a wait on an event; only a broken test reaches it.
+const guard = 60 * time.Second
+
+// eventually polls cond until it holds. d is how long it should take; the
+// deadline is never under guard, so a loaded machine only makes it slower.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(d)
+	end := time.Now().Add(max(d, guard))
 	for !cond() {
 		if time.Now().After(end) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // a poll interval
 	}
 }

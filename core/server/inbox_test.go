@@ -38,8 +38,8 @@ func next(t *testing.T, replies <-chan reply) reply {
 			t.Fatal("the connection closed")
 		}
 		return r
-	case <-time.After(10 * time.Second):
-		t.Fatal("no reply in 10 s")
+	case <-time.After(guard):
+		t.Fatalf("no reply in %s", guard)
 		return reply{}
 	}
 }
@@ -48,7 +48,8 @@ func next(t *testing.T, replies <-chan reply) reply {
 // is answered at once (OpenEnv's Python client drops a connection after
 // 20 s without a pong), and the queued frames are then answered in order.
 func TestPingsAnsweredBehindQueuedFrames(t *testing.T) {
-	ts := startServer(t, Options{})
+	p := newFakePlayer()
+	ts := startServer(t, Options{Player: p})
 	c := ts.dial(t, "")
 	c.observation(t, `{"type":"reset","data":{"task_id":"day/1"}}`)
 	pong := make(chan time.Time, 1)
@@ -60,23 +61,21 @@ func TestPingsAnsweredBehindQueuedFrames(t *testing.T) {
 		return nil
 	})
 	replies := readAll(c)
-	c.sendRaw(t, `{"type":"step","data":{"reply":"sleep:2000"}}`)
+	c.sendRaw(t, `{"type":"step","data":{"reply":"hold"}}`)
 	for i := range 8 {
 		c.sendRaw(t, fmt.Sprintf(`{"type":"step","data":{"reply":"r%d"}}`, i))
 	}
-	time.Sleep(200 * time.Millisecond) // the frames reach the server
-	start := time.Now()
-	if err := c.conn.WriteControl(websocket.PingMessage, []byte("p"), start.Add(time.Second)); err != nil {
+	// The ping follows the frames on the wire, so the server has read them
+	// all when it answers; the step is held until the pong came.
+	if err := c.conn.WriteControl(websocket.PingMessage, []byte("p"), time.Now().Add(guard)); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case at := <-pong:
-		if d := at.Sub(start); d > time.Second {
-			t.Fatalf("pong after %s", d)
-		}
-	case <-time.After(1500 * time.Millisecond):
-		t.Fatal("no pong within 1.5 s while a step ran with 8 frames queued behind it")
+	case <-pong:
+	case <-time.After(guard):
+		t.Fatal("no pong while a step ran with 8 frames queued behind it")
 	}
+	p.release()
 	if r := next(t, replies); r.Type != "observation" {
 		t.Fatalf("the long step: %s %s", r.Type, r.Data)
 	}
@@ -90,15 +89,28 @@ func TestPingsAnsweredBehindQueuedFrames(t *testing.T) {
 // Past MaxQueuedFrames a frame is not kept: it gets QUEUE_FULL in its
 // turn, so every request still has exactly one reply, in order.
 func TestQueueFullFramesAnsweredInOrder(t *testing.T) {
-	ts := startServer(t, Options{MaxQueuedFrames: 4})
+	p := newFakePlayer()
+	ts := startServer(t, Options{Player: p, MaxQueuedFrames: 4})
 	c := ts.dial(t, "")
 	c.observation(t, `{"type":"reset","data":{"task_id":"day/1"}}`)
+	pong := make(chan struct{}, 1)
+	c.conn.SetPongHandler(func(string) error { pong <- struct{}{}; return nil })
 	replies := readAll(c)
-	c.sendRaw(t, `{"type":"step","data":{"reply":"sleep:1500"}}`)
-	time.Sleep(100 * time.Millisecond) // the step is running, the queue empty
+	c.sendRaw(t, `{"type":"step","data":{"reply":"hold"}}`)
+	p.waitStep(t, "hold") // the step is running, the queue empty
 	for i := range 10 {
 		c.sendRaw(t, fmt.Sprintf(`{"type":"step","data":{"reply":"r%d"}}`, i))
 	}
+	// A pong means the server has read the ten frames sent before the ping.
+	if err := c.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(guard)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-pong:
+	case <-time.After(guard):
+		t.Fatal("no pong")
+	}
+	p.release()
 	if r := next(t, replies); r.Type != "observation" {
 		t.Fatalf("the long step: %s %s", r.Type, r.Data)
 	}

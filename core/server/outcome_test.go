@@ -8,11 +8,12 @@ import (
 // A client that disconnects mid-step has abandoned its episode, as
 // serving.md says: counted "abandoned", not "failed".
 func TestDisconnectMidStepIsAbandoned(t *testing.T) {
-	ts := startServer(t, Options{})
+	p := newFakePlayer()
+	ts := startServer(t, Options{Player: p})
 	c := ts.dial(t, "")
 	c.observation(t, `{"type":"reset","data":{"task_id":"day/1"}}`)
-	c.sendRaw(t, `{"type":"step","data":{"reply":"sleep:5000"}}`)
-	time.Sleep(100 * time.Millisecond) // the step is running
+	c.sendRaw(t, `{"type":"step","data":{"reply":"hold"}}`)
+	p.waitStep(t, "hold")
 	c.conn.Close()
 	eventually(t, 5*time.Second, "the episode to be counted", func() bool {
 		a, _ := metricValue(t, ts, "", `agentenv_episodes_total{outcome="abandoned"}`)

@@ -58,6 +58,8 @@ func TestServeDockerWarmPool(t *testing.T) {
 	}
 	// Two episodes and the room left: 4 containers, never more.
 	waitContainers(s.id, 4)
+	// An absence ("never more"): a window for a wrong fifth container to
+	// show; a right server passes however loaded the machine is.
 	time.Sleep(2 * time.Second)
 	if c, _ := objects(t, cli, s.id); len(c) != 4 {
 		t.Fatalf("with 2 live episodes under --max-concurrent-envs 4: %d containers", len(c))

@@ -19,6 +19,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
+
+	"github.com/agentenv/agentenv/sdk/sdktest"
 )
 
 // envDir is an env folder holding this test binary as bin/testenv: the
@@ -84,10 +86,7 @@ func copyExe(dst string) error {
 func needBwrap(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("bwrap is not installed (.ci/run installs bubblewrap): %v", err)
-		}
-		t.Skipf("bwrap is not installed (apt-get install bubblewrap): %v", err)
+		sdktest.Missing(t, "bwrap", err.Error(), "apt-get install bubblewrap")
 	}
 }
 

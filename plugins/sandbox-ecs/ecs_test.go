@@ -214,7 +214,7 @@ func TestDeployDeadlineStopsTheTask(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not RUNNING within the deploy deadline (last status PENDING)") {
 		t.Fatalf("Deploy = %v", err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for len(s.Live()) > 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -3,8 +3,8 @@ package ecs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
+
+	"github.com/agentenv/agentenv/sdk/sdktest"
 )
 
 // motoServer starts Python moto's server mode on loopback for the test: an
@@ -22,10 +24,8 @@ import (
 func motoServer(t *testing.T) string {
 	t.Helper()
 	if out, err := exec.Command("python3", "-c", "import moto.server, flask, flask_cors").CombinedOutput(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("this test checks requests against Python moto, and CI must have it: %v\n%s", err, out)
-		}
-		t.Skipf("no Python moto server: %v", err)
+		sdktest.Missing(t, "Python moto's server (an ECS emulator to check requests against)",
+			fmt.Sprintf("%v: %s", err, strings.TrimSpace(string(out))), "pip install 'moto[server]' flask flask-cors")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -71,13 +71,13 @@ func TestPollerWatchers(t *testing.T) {
 			if u.err != nil || aws.ToString(u.task.LastStatus) != "RUNNING" {
 				t.Errorf("update %+v", u)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(60 * time.Second):
 			t.Fatal("a watcher got no update")
 		}
 	}
 	stopA()
 	stopB()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		pl.mu.Lock()
 		running := pl.running
 		pl.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/moby/moby/client"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
 )
@@ -58,6 +59,9 @@ type engine struct {
 	checked time.Time
 	loaded  bool // the pool knows the engine's networks
 	images  map[string]imageInfo
+	// rebuilds makes the deploys that find an image gone wait for one
+	// build of it (docker_regone.go).
+	rebuilds singleflight.Group
 }
 
 func newEngine(host string, subnets *subnetPool, parallel int, log hclog.Logger) *engine {

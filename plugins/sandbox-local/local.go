@@ -100,6 +100,10 @@ const configSchema = `{
     "parallel_ops": {
       "type": "integer",
       "description": "Most container creations and removals run on the engine at once; more wait their turn (default 8)."
+    },
+    "log_max_mb": {
+      "type": "integer",
+      "description": "Most an env's output log holds on disk: a process env's log is cut to its tail past it, a container's json-file log rotates in two files of half of it (default 16; 0 turns the cap off)."
     }
   }
 }`
@@ -121,6 +125,7 @@ type Config struct {
 	DefaultMemoryMB int64   `json:"default_memory_mb"`
 	TmpfsMB         int64   `json:"tmpfs_mb"`
 	ParallelOps     int     `json:"parallel_ops"`
+	LogMaxMB        int64   `json:"log_max_mb"`
 }
 
 // DefaultConfig is the configuration before Configure.
@@ -128,7 +133,7 @@ func DefaultConfig() Config {
 	return Config{StateDir: defaultStateDir(), Grace: config.Duration(5 * time.Second),
 		ReadyTimeout: config.Duration(60 * time.Second), BuildTimeout: config.Duration(10 * time.Minute),
 		Mode: ModeAuto, SubnetBase: "10.213.0.0/16", SubnetSize: 28, PidsLimit: 512,
-		DefaultCPU: 1, DefaultMemoryMB: 1024, TmpfsMB: 64, ParallelOps: 8}
+		DefaultCPU: 1, DefaultMemoryMB: 1024, TmpfsMB: 64, ParallelOps: 8, LogMaxMB: hostenv.DefaultLogMax >> 20}
 }
 
 func defaultStateDir() string {
@@ -145,6 +150,7 @@ type Plugin struct {
 
 	mu     sync.Mutex
 	cfg    Config
+	logs   sync.Once         // starts the watcher capping process envs' logs
 	procs  map[string]*proc  // sandboxes this process started, by id
 	docker *engine           // Docker mode under cfg
 	modes  map[string]string // the mode each env runs in, decided once
@@ -205,6 +211,8 @@ func (p *Plugin) Configure(ctx context.Context, raw json.RawMessage) error {
 		return fmt.Errorf("sandbox-local config: mode %q: use auto, docker or process", cfg.Mode)
 	case cfg.PidsLimit < 1 || cfg.DefaultCPU <= 0 || cfg.DefaultMemoryMB < 6 || cfg.TmpfsMB < 1 || cfg.ParallelOps < 1:
 		return fmt.Errorf("sandbox-local config: pids_limit, default_cpu, tmpfs_mb and parallel_ops must be positive and default_memory_mb at least 6 (Docker's floor)")
+	case cfg.LogMaxMB < 0:
+		return fmt.Errorf("sandbox-local config: log_max_mb %d: give the most an env's log may hold in MiB, or 0 for no cap", cfg.LogMaxMB)
 	}
 	pool, err := newSubnetPool(cfg.SubnetBase, cfg.SubnetSize)
 	if err != nil {

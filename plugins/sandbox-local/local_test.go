@@ -439,6 +439,9 @@ func TestDeployCancelled(t *testing.T) {
 	p := newPlugin(t, stateDir, map[string]any{"grace": "200ms"})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
+		// Room for Deploy to start the env (which then waits a minute). A
+		// cancel that comes earlier fails Deploy the same way and must
+		// leave no state either, so load cannot fail the test.
 		time.Sleep(300 * time.Millisecond)
 		cancel()
 	}()

@@ -25,7 +25,7 @@ func TestTerminateOwnSandboxAfterPIDReuse(t *testing.T) {
 	p.mu.Unlock()
 	select {
 	case <-pr.done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("the killed env was not reaped")
 	}
 
@@ -49,6 +49,6 @@ func TestTerminateOwnSandboxAfterPIDReuse(t *testing.T) {
 	select {
 	case <-exited:
 		t.Fatal("Terminate signalled a process group that is not the sandbox's")
-	case <-time.After(300 * time.Millisecond):
+	case <-time.After(300 * time.Millisecond): // an absence: a window for a wrong signal to show
 	}
 }

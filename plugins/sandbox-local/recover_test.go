@@ -51,7 +51,7 @@ func TestRecoversEnvStartedByAKilledDeploy(t *testing.T) {
 	}
 	select {
 	case <-exited:
-	case <-time.After(5 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("the env survived Terminate")
 	}
 	if _, err := os.Stat(root); !os.IsNotExist(err) {

@@ -1,11 +1,12 @@
 package hermes
 
 import (
-	"os"
 	"os/exec"
 	"testing"
 
 	"github.com/agentenv/agentenv/plugins/toolformattest"
+
+	"github.com/agentenv/agentenv/sdk/sdktest"
 )
 
 // TestGoldenMatchesVLLMModel runs the model of vLLM's parsers over the
@@ -14,10 +15,7 @@ import (
 func TestGoldenMatchesVLLMModel(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("python3 is needed to check the golden vectors against the vLLM model")
-		}
-		t.Skip("python3 not found")
+		sdktest.Missing(t, "python3 (it checks the golden vectors against the vLLM model)", err.Error(), "apt-get install python3")
 	}
 	out, err := exec.Command(py, "../testdata/toolformat/vllm_oracle.py", toolformattest.GoldenPath).CombinedOutput()
 	if err != nil {

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentenv/agentenv/sdk/sdktest"
 )
 
 // repoRoot is the agentenv checkout holding this module.
@@ -27,10 +29,7 @@ var repoRoot, _ = filepath.Abs(filepath.Join("..", "..", ".."))
 func needBwrap(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("bwrap is not installed (.ci/run installs bubblewrap): %v", err)
-		}
-		t.Skipf("bwrap is not installed (apt-get install bubblewrap): %v", err)
+		sdktest.Missing(t, "bwrap", err.Error(), "apt-get install bubblewrap")
 	}
 }
 

@@ -55,7 +55,7 @@ func TestServeGridSimThroughHotSwap(t *testing.T) {
 	// The host stops the old plugin by killing its process group: wait
 	// until the group is gone, so the sandbox has been through it.
 	pgid, _ := strconv.Atoi(oldPID)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for syscall.Kill(-pgid, 0) == nil && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}

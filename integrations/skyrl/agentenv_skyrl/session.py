@@ -31,8 +31,11 @@ except ImportError:  # websockets 10.4 to 12: the legacy client, same behaviour
     _HEADERS = "extra_headers"
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-# Replies can hold a whole prompt and its tools; the server takes frames up
-# to 16 MiB.
+# The largest frame the server sends: an observation holds at most 48 MiB of
+# tool results (--max-reply-result-bytes, default 16 MiB) plus the prompt
+# and errors, so it stays under this (Go: episode.ClientFrameLimit; a test
+# keeps the two equal). A frame past it would end the session with close
+# code 1006 on every replay alike.
 _MAX_FRAME = 64 << 20
 # Pause between tries to reach a server that is down or draining.
 _BACKOFF_FIRST, _BACKOFF_MAX = 0.25, 2.0

@@ -100,7 +100,7 @@ class Server:
                         return self
             except OSError:
                 pass
-            time.sleep(0.1)
+            time.sleep(0.1)  # a poll interval
         log = self.log()
         self.close()
         raise RuntimeError(f"agentenv serve not healthy after {timeout} s:\n{log}")

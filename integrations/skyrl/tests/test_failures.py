@@ -44,7 +44,7 @@ def restart_scenario(server, rows, attempts_seen):
             loop = asyncio.get_running_loop()
             await loop.run_in_executor(None, server.stop)
             gate.set()
-            await asyncio.sleep(RESTART_AFTER)
+            await asyncio.sleep(RESTART_AFTER)  # the downtime under test, not a wait for an event
             await loop.run_in_executor(None, server.start)
 
         began = time.monotonic()

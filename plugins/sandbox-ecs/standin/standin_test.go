@@ -98,7 +98,7 @@ func TestTaskLifecycle(t *testing.T) {
 		}
 		return out["tasks"].([]any)[0].(map[string]any)
 	}
-	for deadline := time.Now().Add(5 * time.Second); !seen["RUNNING"]; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); !seen["RUNNING"]; time.Sleep(5 * time.Millisecond) {
 		seen[describe("")["lastStatus"].(string)] = true
 		if time.Now().After(deadline) {
 			t.Fatalf("not RUNNING: saw %v", seen)
@@ -129,7 +129,7 @@ func TestTaskLifecycle(t *testing.T) {
 	if _, out := call(t, srv.URL, "StopTask", `{"task":"`+arn[strings.LastIndex(arn, "/")+1:]+`","reason":"done here"}`); out["task"].(map[string]any)["desiredStatus"] != "STOPPED" {
 		t.Fatalf("StopTask: %v", out)
 	}
-	for deadline := time.Now().Add(5 * time.Second); describe("")["lastStatus"] != "STOPPED"; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); describe("")["lastStatus"] != "STOPPED"; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("not STOPPED")
 		}

@@ -103,7 +103,7 @@ func TestBuildKillsItsGroup(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- Build(ctx, hclog.NewNullLogger(), spec, time.Minute) }()
 	var pid int
-	for deadline := time.Now().Add(10 * time.Second); pid == 0; {
+	for deadline := time.Now().Add(60 * time.Second); pid == 0; {
 		if data, err := os.ReadFile(pidFile); err == nil {
 			pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
 		}
@@ -116,7 +116,7 @@ func TestBuildKillsItsGroup(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want one wrapping context.Canceled", err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); syscall.Kill(pid, 0) == nil; {
+	for deadline := time.Now().Add(60 * time.Second); syscall.Kill(pid, 0) == nil; {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			t.Fatalf("the build's child %d outlived it", pid)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/agentenv/agentenv/sdk/sdktest"
 )
 
 // The npm packages, pinned.
@@ -37,11 +39,8 @@ func CacheDir() (string, error) {
 // missing skips the test, or fails it under CI=true.
 func missing(t testing.TB, format string, args ...any) {
 	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg + " (CI runs this)")
+	sdktest.Missing(t, "a reference implementation (node, npm packages or Jinja2)", fmt.Sprintf(format, args...),
+		"apt-get install nodejs npm python3-jinja2, and the npm packages as .ci/run installs them")
 }
 
 // Node returns node's path.

@@ -1,9 +1,10 @@
 // Command rewardv is a test reward plugin, agentenv-reward-v. Its version
-// comes from -ldflags "-X main.version=vN". Combine returns the mean of the
+// comes from a trailer appended to the binary (versionTrailer), so one
+// build serves every version the tests swap between. Combine returns the mean of the
 // scores times the configured scale, except for probe keys the tests use:
-// "pid" returns the process id, "version" the N of vN, and "sleep_ms"
-// sleeps first (honouring cancellation), "env:NAME" returns 1 if the
-// variable NAME is set, else 0.
+// "pid" returns the process id, "version" the N of vN, "sleep_ms" sleeps
+// first (honouring cancellation), "hold" first waits at the gate (see
+// hold), "env:NAME" returns 1 if the variable NAME is set, else 0.
 package main
 
 import (
@@ -11,8 +12,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -23,18 +26,52 @@ import (
 	"github.com/agentenv/agentenv/sdk/reward"
 )
 
-var version = "v0"
+var version = trailerVersion()
+
+// versionTrailer marks the version line the tests append to a copy of
+// the binary: "\n<versionTrailer>vN\n" as its last bytes.
+const versionTrailer = "agentenv-test-version="
+
+// trailerVersion reads the version from the binary's last bytes, v0 if
+// none is there.
+func trailerVersion() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "v0"
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return "v0"
+	}
+	defer f.Close()
+	tail := make([]byte, 64)
+	if st, err := f.Stat(); err != nil || st.Size() < int64(len(tail)) {
+		return "v0"
+	} else if _, err := f.ReadAt(tail, st.Size()-int64(len(tail))); err != nil {
+		return "v0"
+	}
+	line := strings.TrimSuffix(string(tail), "\n")
+	i := strings.LastIndex(line, "\n"+versionTrailer)
+	if i < 0 || !strings.HasSuffix(string(tail), "\n") {
+		return "v0"
+	}
+	return line[i+1+len(versionTrailer):]
+}
 
 // logger is the SDK's: the host re-logs its lines under the plugin's name.
 var logger = sdk.Logger()
 
-type plugin struct{ scale float64 }
+type plugin struct {
+	scale float64
+	gate  string // folder of the FIFOs "arrived" and "release", for "hold"
+}
 
 func (p *plugin) Info() sdk.Info {
 	return sdk.Info{Name: "v", Kind: sdk.KindReward, Version: version, ConfigSchema: json.RawMessage(`{
 		"type": "object",
 		"properties": {
 			"scale": {"type": "number", "exclusiveMinimum": 0},
+			"gate": {"type": "string"},
 			"pass_env": {"type": "array", "items": {"type": "string"}}
 		},
 		"additionalProperties": false
@@ -44,6 +81,7 @@ func (p *plugin) Info() sdk.Info {
 func (p *plugin) Configure(_ context.Context, config json.RawMessage) error {
 	var c struct {
 		Scale   *float64
+		Gate    string
 		PassEnv []string `json:"pass_env"`
 	}
 	if err := json.Unmarshal(config, &c); err != nil {
@@ -52,6 +90,7 @@ func (p *plugin) Configure(_ context.Context, config json.RawMessage) error {
 	if c.Scale != nil {
 		p.scale = *c.Scale
 	}
+	p.gate = c.Gate
 	logger.Info("configured", "scale", p.scale, "version", version)
 	// The other ways a plugin author logs: hclog's default logger, a named
 	// logger, and the standard log package (with and without a level).
@@ -70,6 +109,12 @@ func (p *plugin) Combine(ctx context.Context, scores map[string]float64) (float6
 			return 0, ctx.Err()
 		}
 		delete(scores, "sleep_ms")
+	}
+	if _, ok := scores["hold"]; ok {
+		if err := p.hold(ctx); err != nil {
+			return 0, err
+		}
+		delete(scores, "hold")
 	}
 	if _, ok := scores["pid"]; ok {
 		return float64(os.Getpid()), nil
@@ -93,6 +138,44 @@ func (p *plugin) Combine(ctx context.Context, scores map[string]float64) (float6
 		sum += s
 	}
 	return p.scale * sum / float64(len(scores)), nil
+}
+
+// hold tells the test that a call arrived (its pid, a line into the FIFO
+// gate/arrived, which blocks until the test reads) and waits until the
+// test releases it (opens and closes gate/release), so a test holds calls
+// in flight for as long as it needs, whatever the machine's load.
+func (p *plugin) hold(ctx context.Context) error {
+	if p.gate == "" {
+		return errors.New("hold: configure a gate folder first")
+	}
+	done := make(chan error, 1)
+	go func() {
+		w, err := os.OpenFile(filepath.Join(p.gate, "arrived"), os.O_WRONLY, 0)
+		if err != nil {
+			done <- err
+			return
+		}
+		_, err = fmt.Fprintf(w, "%d\n", os.Getpid())
+		w.Close()
+		if err != nil {
+			done <- err
+			return
+		}
+		r, err := os.Open(filepath.Join(p.gate, "release"))
+		if err != nil {
+			done <- err
+			return
+		}
+		_, err = io.Copy(io.Discard, r)
+		r.Close()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func main() {
