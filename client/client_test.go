@@ -79,6 +79,8 @@ func TestHTTPError(t *testing.T) {
 		{resp(401, `{"detail": "missing or wrong token", "code": "UNAUTHORIZED"}`), CodeUnauthorized, "UNAUTHORIZED: missing or wrong token"},
 		{resp(401, ``), CodeUnauthorized, "UNAUTHORIZED: Unauthorized"},
 		{resp(503, `{"status": "draining"}`), CodeShuttingDown, "SHUTTING_DOWN: status draining"},
+		{resp(503, `{"status": "preparing", "message": "still preparing: env gridsim is building (3s so far)"}`), CodePreparing, "PREPARING: still preparing: env gridsim is building (3s so far)"},
+		{resp(503, `{"detail": "still preparing: env a is building", "code": "PREPARING"}`), CodePreparing, "PREPARING: still preparing: env a is building"},
 		{resp(422, `{"detail": [{"loc": ["body"], "msg": "bad"}]}`), "", `HTTP 422: [{"loc":["body"],"msg":"bad"}]`},
 		{resp(502, "<html>"+long), "", "HTTP 502: Bad Gateway <html>" + long[:194] + "…"},
 	}
@@ -94,6 +96,7 @@ func TestNotReady(t *testing.T) {
 	for err, want := range map[error]bool{
 		&Error{Code: CodeCapacityReached}:                       true,
 		&Error{Code: CodeShuttingDown}:                          true,
+		&Error{Code: CodePreparing, Status: 503}:                true,
 		&Error{Status: 503}:                                     true,
 		&Error{Status: 502}:                                     true,
 		&Error{Code: CodeUnauthorized, Status: 401}:             false,

@@ -45,8 +45,8 @@
 //
 // When ctx has a deadline, Dial, Client.Connect, Session.Reset and the
 // catalogue methods wait out a server that is not ready: connection
-// refused (restarting), HTTP 502/503/504 (draining, or a proxy in front of
-// a restart), SHUTTING_DOWN (the session is redialled), and, for Reset,
+// refused (restarting), HTTP 502/503/504 (draining, still building its
+// envs: PREPARING, or a proxy in front of a restart), SHUTTING_DOWN (the session is redialled), and, for Reset,
 // CAPACITY_REACHED. They retry with capped exponential backoff and jitter
 // until ctx ends, then return an error that wraps both ctx's error and the
 // last failure. With no deadline they try once, so a wrong address fails

@@ -29,6 +29,7 @@ const (
 	CodeExecutionError  Code = "EXECUTION_ERROR"   // the env or a plugin failed mid-episode
 	CodeUnscored        Code = "UNSCORED"          // the episode ended with no score
 	CodeShuttingDown    Code = "SHUTTING_DOWN"     // the server is stopping
+	CodePreparing       Code = "PREPARING"         // the server still builds its envs (HTTP 503); wait it out
 	CodeUnauthorized    Code = "UNAUTHORIZED"      // missing or wrong token (HTTP 401)
 )
 
@@ -108,9 +109,10 @@ func httpError(resp *http.Response) *Error {
 		body, _ = io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	}
 	var b struct {
-		Detail any    `json:"detail"`
-		Code   Code   `json:"code"`
-		Status string `json:"status"`
+		Detail  any    `json:"detail"`
+		Code    Code   `json:"code"`
+		Status  string `json:"status"`
+		Message string `json:"message"` // a preparing /health says what it builds
 	}
 	if json.Unmarshal(body, &b) == nil {
 		e.Code = b.Code
@@ -121,6 +123,9 @@ func httpError(resp *http.Response) *Error {
 		default: // FastAPI's list of field errors
 			raw, _ := json.Marshal(d)
 			e.Message = string(raw)
+		}
+		if e.Message == "" && b.Message != "" {
+			e.Message = b.Message
 		}
 		if e.Message == "" && b.Status != "" {
 			e.Message = "status " + b.Status
@@ -138,8 +143,11 @@ func httpError(resp *http.Response) *Error {
 		case http.StatusUnauthorized:
 			e.Code = CodeUnauthorized
 		case http.StatusServiceUnavailable:
-			if b.Status == "draining" {
+			switch b.Status {
+			case "draining":
 				e.Code = CodeShuttingDown
+			case "preparing":
+				e.Code = CodePreparing
 			}
 		}
 	}

@@ -69,12 +69,13 @@ func backoff(n int) time.Duration {
 // notReady reports whether err says the server is not ready yet rather
 // than that the call is wrong: it is restarting (refused, reset), draining
 // or behind a proxy that cannot reach it (502, 503, 504, SHUTTING_DOWN),
-// full (CAPACITY_REACHED), or the connection dropped before an answer.
+// still building its envs (PREPARING), full (CAPACITY_REACHED), or the
+// connection dropped before an answer.
 func notReady(err error) bool {
 	var e *Error
 	if errors.As(err, &e) {
 		switch e.Code {
-		case CodeCapacityReached, CodeShuttingDown:
+		case CodeCapacityReached, CodeShuttingDown, CodePreparing:
 			return true
 		}
 		switch e.Status {

@@ -109,3 +109,44 @@ func TestProtocolDocIndexPastTheEnd(t *testing.T) {
 	}
 	t.Errorf("protocol.md's error codes do not say which one an index past the end of a split gets (%s)", code)
 }
+
+// docQuotes fails the test unless docs/<page> quotes each line verbatim:
+// a test that runs a command whose output a page quotes calls it with the
+// lines the command printed, so the page cannot drift from the binary.
+func docQuotes(t *testing.T, page string, lines ...string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../../docs", page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		if !strings.Contains(string(b), l) {
+			t.Errorf("docs/%s does not quote what the binary prints now; update it to:\n%s", page, l)
+		}
+	}
+}
+
+// The README's layout names every command of the binary.
+func TestReadmeNamesEveryCommand(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "cmd/agentenv/ ") {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatal("README.md has no cmd/agentenv/ line in its layout")
+	}
+	for _, c := range cli.NewRootCmd(version).Commands() {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+			continue
+		}
+		if !regexp.MustCompile(`\b` + regexp.QuoteMeta(c.Name()) + `\b`).MatchString(line) {
+			t.Errorf("README.md's cmd/agentenv/ line does not name the %q command: %s", c.Name(), line)
+		}
+	}
+}

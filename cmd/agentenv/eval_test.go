@@ -236,6 +236,8 @@ func TestEvalGridSimPolicies(t *testing.T) {
 			if !strings.Contains(stderr, "200/200 rollouts, mean reward "+c.mean) {
 				t.Errorf("no progress on stderr:\n%s", stderr)
 			}
+			// eval.md's table of the baselines is this run's summary.
+			docQuotes(t, "eval.md", fmt.Sprintf("| `%s` | %.3f | %.3f | %d | %d |", c.policy, s.MeanReward, s.StdErr, s.ToolCalls, s.UnparsedCalls))
 			recs := readRecords(t, out)
 			if len(recs) != 200 {
 				t.Fatalf("%d lines", len(recs))
@@ -333,17 +335,18 @@ func TestEvalQwen3Coder(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(tok, "chat_template.jinja"), tmpl, 0o644)
 	dir := t.TempDir()
-	run := func(policy string, limit string) (eval.Summary, []eval.Record) {
+	run := func(policy, limit, format string) (eval.Summary, []eval.Record) {
 		out := filepath.Join(dir, policy+".jsonl")
 		stdout, stderr, code := runEvalCmd(t, "http://"+addr, "--model-url", model, "--model", policy, "--tokenizer", tok,
-			"--tool-format", "qwen3_coder", "--limit", limit, "--out", out, "--json")
+			"--tool-format", format, "--limit", limit, "--out", out, "--json")
 		if code != 0 {
 			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 		}
 		return decodeSummary(t, stdout, stderr), readRecords(t, out)
 	}
-	s, recs := run("optimal", "10")
-	if s.Rollouts != 10 || s.MeanReward != 1 || s.ToolCalls != 20 {
+	// Another name of the format (the registry's alias) is the format.
+	s, recs := run("optimal", "10", "qwen3-coder")
+	if s.Rollouts != 10 || s.MeanReward != 1 || s.ToolCalls != 20 || s.ToolFormat != "qwen3_coder" || recs[0].ToolFormat != "qwen3_coder" {
 		t.Fatalf("%+v", s)
 	}
 	if sys := recs[0].Messages[0].Content; !strings.Contains(sys, "<tools>\n<function>\n<name>get_prices</name>") {
@@ -352,7 +355,7 @@ func TestEvalQwen3Coder(t *testing.T) {
 	if a := recs[0].Messages[2].Content; a != "<tool_call>\n<function=get_prices>\n</function>\n</tool_call>" {
 		t.Fatalf("first reply %q", a)
 	}
-	s, _ = run("malformed", "3")
+	s, _ = run("malformed", "3", "qwen3_coder")
 	if s.UnparsedCalls != 6 || s.MeanReward != 0 || len(s.UnparsedReasons) != 2 ||
 		!strings.Contains(s.UnparsedReasons[0].Reason+s.UnparsedReasons[1].Reason, "(this format does not take JSON calls)") {
 		t.Fatalf("%+v", s)

@@ -124,7 +124,7 @@ func TestServeGridsimEndToEnd(t *testing.T) {
 	}
 
 	text := metricsText(t, addr, e2eToken)
-	if metric(text, `agentenv_episodes_total{outcome="done"}`) != 2 || metric(text, `agentenv_episode_phase_seconds_count{phase="deploy"}`) != 2 {
+	if metric(text, `agentenv_episodes_total{outcome="done"}`) != 2 || metric(text, `agentenv_episode_phase_seconds_count{env="gridsim",phase="queue",sandbox="local"}`) != 2 {
 		t.Fatalf("metrics after two episodes:\n%s", text)
 	}
 	if code := s.signalAndWait(t, syscall.SIGTERM, 10*time.Second); code != 0 {
@@ -316,7 +316,7 @@ func TestServeRefusesBadStart(t *testing.T) {
 		{"bad sandbox config", gridsimBundle, nil, []string{"--sandbox-config", "colour=blue"}, "colour"},
 		{"unknown reward plugin", gridsimBundle, nil, []string{"--reward", "median"}, `reward "median"`},
 		{"port in use", gridsimBundle, nil, []string{"--addr", busy}, "address already in use"},
-		{"port in use names --addr", gridsimBundle, nil, []string{"--addr", busy}, "choose another with --addr"},
+		{"port in use names --addr", gridsimBundle, nil, []string{"--addr", busy}, "choose another address, e.g. --addr 127.0.0.1:"},
 		{"a number where the sandbox wants a duration", gridsimBundle, nil, []string{"--sandbox-config", "grace=5"}, `write grace=5s`},
 		{"no bundle", "", nil, nil, "serve needs the bundle folder to serve"},
 		// The sandbox cannot run the env: refused at start, not at every reset.

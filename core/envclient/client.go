@@ -28,6 +28,9 @@ type Result struct {
 	Text string
 	// IsError is set when the tool reported an error; Text says what.
 	IsError bool
+	// Cut counts the bytes of the env's answer left unread past the
+	// call's limit (CallLimited); Text holds what was kept.
+	Cut int64
 }
 
 // Options tune Connect. The zero value is usable.
@@ -40,12 +43,16 @@ type Options struct {
 	RetryInterval time.Duration
 	// ClientName is sent in initialize (default "agentenv").
 	ClientName string
+	// MaxResultBytes bounds what Call and CallTool read of a tool's answer
+	// (see CallLimited; 0 = no bound).
+	MaxResultBytes int64
 }
 
 // Client is a live MCP session with one env. Its methods are safe for
 // concurrent use.
 type Client struct {
 	endpoint  string
+	limit     int64 // Options.MaxResultBytes
 	transport *http.Transport
 	session   *mcp.ClientSession
 	closeOnce sync.Once
@@ -98,7 +105,7 @@ func connectOnce(ctx context.Context, url string, opts Options) (*Client, error)
 	client := mcp.NewClient(&mcp.Implementation{Name: opts.ClientName, Version: "1"}, nil)
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:   url,
-		HTTPClient: &http.Client{Transport: tr},
+		HTTPClient: &http.Client{Transport: cutTransport{base: tr}},
 		// Requests and responses are all the engine needs; the standalone
 		// stream would hold a connection open per episode for nothing.
 		DisableStandaloneSSE: true,
@@ -111,7 +118,7 @@ func connectOnce(ctx context.Context, url string, opts Options) (*Client, error)
 		tr.CloseIdleConnections()
 		return nil, err
 	}
-	return &Client{endpoint: url, transport: tr, session: session}, nil
+	return &Client{endpoint: url, limit: opts.MaxResultBytes, transport: tr, session: session}, nil
 }
 
 // Endpoint is the MCP URL the client talks to.
@@ -164,8 +171,31 @@ func (c *Client) CallTool(ctx context.Context, name string, arguments json.RawMe
 }
 
 // Call calls a tool with arguments already decoded (numbers may be
-// json.Number, sent as written), within timeout (0 = ctx's deadline only).
+// json.Number, sent as written), within timeout (0 = ctx's deadline only),
+// reading at most Options.MaxResultBytes of its answer.
 func (c *Client) Call(ctx context.Context, name string, args map[string]any, timeout time.Duration) (Result, error) {
+	return c.CallLimited(ctx, name, args, timeout, c.limit)
+}
+
+// CallLimited is Call reading at most about limit bytes of string content
+// from the env's answer (0 = no limit): longer strings are cut as the
+// answer streams in, never held whole, and Result.Cut counts what was
+// dropped. Short strings (keys, types) and the answer's structure are
+// kept, so the answer still decodes; Text may exceed limit by them.
+func (c *Client) CallLimited(ctx context.Context, name string, args map[string]any, timeout time.Duration, limit int64) (Result, error) {
+	var cut *callCut
+	if limit > 0 {
+		cut = &callCut{limit: limit}
+		ctx = withCut(ctx, cut)
+	}
+	res, err := c.call(ctx, name, args, timeout)
+	if cut != nil {
+		res.Cut = cut.cut.Load()
+	}
+	return res, err
+}
+
+func (c *Client) call(ctx context.Context, name string, args map[string]any, timeout time.Duration) (Result, error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)

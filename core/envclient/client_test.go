@@ -93,7 +93,7 @@ func TestListToolsPaginates(t *testing.T) {
 				}
 			}
 			got := strings.Join(names, ",")
-			want := "add,crash,echo,grade,guess,load_puzzle,sleep,write_note"
+			want := "add,crash,echo,flood,grade,guess,load_puzzle,sleep,write_note"
 			if got != want {
 				t.Fatalf("tools = %s, want %s", got, want)
 			}

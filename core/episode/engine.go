@@ -25,6 +25,9 @@ const (
 	DefaultVerifyTimeout   = 2 * time.Minute
 	DefaultTeardownTimeout = 30 * time.Second
 	DefaultTeardownRetry   = 5 * time.Minute
+	// DefaultToolsetRetryAfter is how long a toolset whose listing failed
+	// answers with that failure before deploying its envs again.
+	DefaultToolsetRetryAfter = 30 * time.Second
 )
 
 // Config is what an Engine plays episodes with.
@@ -44,6 +47,12 @@ type Config struct {
 	// agentenv.episode and agentenv.task.
 	Labels map[string]string
 	Logger hclog.Logger
+	// SandboxName names the sandbox in spans and Results (the plugin's
+	// name: local, ecs, ...).
+	SandboxName string
+	// Observer, when set, hears every span and every episode's Result
+	// (the server's metrics).
+	Observer Observer
 
 	DeployTimeout   time.Duration // deploy + readiness + listing tools, per env
 	ToolCallTimeout time.Duration // one tool call: setup or the model's
@@ -52,6 +61,9 @@ type Config struct {
 	// TeardownRetry bounds how long a failed teardown (the sandbox plugin
 	// crashed or is restarting) is retried in the background (0 = 5m).
 	TeardownRetry time.Duration
+	// ToolsetRetryAfter is how long a failed toolset listing is answered
+	// from memory before it is tried again (0 = 30s).
+	ToolsetRetryAfter time.Duration
 
 	Limits Limits // what one reply may cost; zero fields take the defaults
 
@@ -126,9 +138,12 @@ func NewEngine(cfg Config) (*Engine, error) {
 	}{
 		{&cfg.DeployTimeout, DefaultDeployTimeout}, {&cfg.ToolCallTimeout, DefaultToolCallTimeout},
 		{&cfg.VerifyTimeout, DefaultVerifyTimeout}, {&cfg.TeardownTimeout, DefaultTeardownTimeout},
-		{&cfg.TeardownRetry, DefaultTeardownRetry},
+		{&cfg.TeardownRetry, DefaultTeardownRetry}, {&cfg.ToolsetRetryAfter, DefaultToolsetRetryAfter},
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
+	if err := cfg.Limits.check(); err != nil {
+		return nil, fmt.Errorf("episode engine: %w", err)
+	}
 	for _, d := range defaults {
 		if *d.d <= 0 {
 			*d.d = d.def
@@ -192,7 +207,7 @@ func (e *Engine) Play(req Request) (Episode, error) {
 	} else if err := checkEpisodeID(id); err != nil {
 		return nil, &Error{Code: CodeValidation, Err: err}
 	}
-	ep := newEpisode(e, task, id, format, parser, req.MaxTurns)
+	ep := newEpisode(e, task, id, format, parser, req.MaxTurns, req.Queued)
 	e.liveMu.Lock()
 	defer e.liveMu.Unlock()
 	if e.shutdown {
@@ -200,6 +215,21 @@ func (e *Engine) Play(req Request) (Episode, error) {
 	}
 	e.live[ep] = struct{}{}
 	return ep, nil
+}
+
+// observe tells the observer of a span.
+func (e *Engine) observe(s Span) {
+	if e.cfg.Observer != nil {
+		s.Sandbox = e.cfg.SandboxName
+		e.cfg.Observer.ObserveSpan(s)
+	}
+}
+
+// ended tells the observer of an episode's final Result.
+func (e *Engine) ended(r Result) {
+	if e.cfg.Observer != nil {
+		e.cfg.Observer.EpisodeEnded(r)
+	}
 }
 
 // forget drops an episode that holds no envs any more.
@@ -364,6 +394,25 @@ func (e *Engine) Prepare(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// EnvNames lists the bundle's envs in the order Prepare builds them.
+func (e *Engine) EnvNames() []string { return sortedEnvNames(e.cfg.Bundle) }
+
+// PrepareEnv builds what env name needs, as Prepare does for every env.
+func (e *Engine) PrepareEnv(ctx context.Context, name string) error {
+	env, ok := e.cfg.Bundle.Envs[name]
+	if !ok {
+		return fmt.Errorf("preparing env %q: the bundle has no such env", name)
+	}
+	prep, ok := e.cfg.Sandbox.(sandbox.Preparer)
+	if !ok {
+		return nil
+	}
+	if err := prep.Prepare(ctx, e.spec(env, nil)); err != nil {
+		return fmt.Errorf("preparing env %q: %w", name, err)
+	}
+	return nil
 }
 
 func sortedEnvNames(b *bundle.Bundle) []string {

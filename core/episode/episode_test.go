@@ -79,7 +79,7 @@ func TestSingleTurn(t *testing.T) {
 				t.Fatalf("opening messages = %q", got)
 			}
 			// Hidden: load_puzzle (setup) and grade (verifier).
-			wantTools := []string{"add", "crash", "echo", "guess", "sleep", "write_note"}
+			wantTools := []string{"add", "crash", "echo", "flood", "guess", "sleep", "write_note"}
 			if got := toolNames(obs.Tools); !reflect.DeepEqual(got, wantTools) {
 				t.Fatalf("tools = %v, want %v", got, wantTools)
 			}
@@ -196,7 +196,7 @@ func TestMultiTurnWithEndTurnAndRewardPlugin(t *testing.T) {
 	if len(msgs) != 2 || msgs[0] != "tool: Now solve it.\n\nReach 42, then answer with the value." || !strings.Contains(msgs[1], "not run") {
 		t.Fatalf("after end_turn: %q", msgs)
 	}
-	wantTools := []string{"add", "crash", "echo", "guess", "sleep", "write_note", "end_turn"}
+	wantTools := []string{"add", "crash", "echo", "flood", "guess", "sleep", "write_note", "end_turn"}
 	if got := toolNames(obs.Tools); !reflect.DeepEqual(got, wantTools) {
 		t.Fatalf("second turn tools = %v, want %v", got, wantTools)
 	}
@@ -341,9 +341,9 @@ func TestToolsCachedPerToolset(t *testing.T) {
 		t.Fatalf("%d toolsets, want 2", len(sets))
 	}
 	want := map[string][]string{
-		"chat":   {"echo", "add", "crash", "guess", "sleep", "write_note", "end_turn"},
-		"puzzle": {"add", "crash", "echo", "guess", "sleep", "write_note"},
-		"other":  {"add", "crash", "echo", "guess", "sleep", "write_note"},
+		"chat":   {"echo", "add", "crash", "flood", "guess", "sleep", "write_note", "end_turn"},
+		"puzzle": {"add", "crash", "echo", "flood", "guess", "sleep", "write_note"},
+		"other":  {"add", "crash", "echo", "flood", "guess", "sleep", "write_note"},
 	}
 	for _, ts := range sets {
 		for round := range 2 {
@@ -479,7 +479,7 @@ func TestTwoEnvsInOneTask(t *testing.T) {
 	ep := r.play(episode.Request{TaskID: "both"})
 	obs := r.start(ep)
 	names := toolNames(obs.Tools)
-	if len(names) != 12 || names[0] != "add" || names[6] != "b_add" {
+	if len(names) != 14 || names[0] != "add" || names[7] != "b_add" {
 		t.Fatalf("tools of two envs = %v", names)
 	}
 	// Each call goes to the env that serves the tool.

@@ -290,3 +290,35 @@ func TestEngineCloseTearsDownLiveEpisodes(t *testing.T) {
 		t.Fatalf("Play after Close = %v", err)
 	}
 }
+
+// A toolset whose listing fails is not deployed again on every catalogue
+// request: the failure is answered from memory for ToolsetRetryAfter,
+// then the next request tries afresh.
+func TestFailedToolsetListingIsRemembered(t *testing.T) {
+	dir := bundleFiles(t, map[string]string{"TESTENV_FAIL_START": "1"}, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
+	for _, tc := range []struct {
+		name        string
+		retryAfter  time.Duration
+		gets, wants int64
+	}{
+		{"within the retry interval", 0 /* the default, 30s */, 10, 1},
+		{"past it", time.Nanosecond, 3, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, dir, rigOptions{tune: func(c *episode.Config) { c.ToolsetRetryAfter = tc.retryAfter }})
+			ts := r.bundle.Toolsets()[0]
+			for i := range tc.gets {
+				_, err := r.engine.Tools(context.Background(), ts.ID)
+				if episode.CodeOf(err) != episode.CodeDeploy {
+					t.Fatalf("listing %d: %v, want a deploy failure", i, err)
+				}
+				if i > 0 && tc.wants == 1 && !strings.Contains(err.Error(), "tried again in") {
+					t.Errorf("a remembered failure does not say when it is tried again: %v", err)
+				}
+			}
+			if n := r.driver.deploys.Load(); n != tc.wants {
+				t.Fatalf("%d listings deployed %d times, want %d", tc.gets, n, tc.wants)
+			}
+		})
+	}
+}

@@ -12,6 +12,16 @@ const (
 	DefaultMaxReplyErrors    = 20
 	DefaultMaxCallsPerReply  = 64
 	DefaultMaxArgumentValues = 20_000
+
+	DefaultMaxResultBytes      = 4 << 20
+	DefaultMaxReplyResultBytes = 16 << 20
+	// MaxReplyResultBytesCap is the most MaxReplyResultBytes may be: an
+	// observation answering one reply then stays under ClientFrameLimit.
+	MaxReplyResultBytesCap = 48 << 20
+	// ClientFrameLimit is the WebSocket frame limit of the SkyRL client
+	// (integrations/skyrl, _MAX_FRAME): an observation past it kills the
+	// client's session (close code 1006) on every replay alike.
+	ClientFrameLimit = 64 << 20
 )
 
 // SchemaErrorsShown is how many schema failures one call's error lists;
@@ -35,6 +45,14 @@ type Limits struct {
 	// arguments; a larger call is refused before it is decoded or checked
 	// against its schema.
 	MaxArgumentValues int
+	// MaxResultBytes caps what the engine reads of one tool call's answer
+	// from the env; the rest is dropped as it streams in, and the model is
+	// told its result was cut.
+	MaxResultBytes int64
+	// MaxReplyResultBytes caps the tool results answering one reply
+	// together, counted as sent (JSON-encoded); later results are cut to
+	// what is left. At most MaxReplyResultBytesCap.
+	MaxReplyResultBytes int64
 }
 
 func (l Limits) withDefaults() Limits {
@@ -46,7 +64,22 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxReplyErrors, DefaultMaxReplyErrors)
 	def(&l.MaxCallsPerReply, DefaultMaxCallsPerReply)
 	def(&l.MaxArgumentValues, DefaultMaxArgumentValues)
+	if l.MaxResultBytes <= 0 {
+		l.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if l.MaxReplyResultBytes <= 0 {
+		l.MaxReplyResultBytes = DefaultMaxReplyResultBytes
+	}
 	return l
+}
+
+// check refuses limits a client could not be answered within.
+func (l Limits) check() error {
+	if l.MaxReplyResultBytes > MaxReplyResultBytesCap {
+		return fmt.Errorf("the results of one reply may hold at most %d bytes (%d MiB) together, so an observation fits a client's %d MiB frame; %d is more",
+			MaxReplyResultBytesCap, MaxReplyResultBytesCap>>20, ClientFrameLimit>>20, l.MaxReplyResultBytes)
+	}
+	return nil
 }
 
 // replyReport builds the tool messages answering one reply: every result,
@@ -54,9 +87,10 @@ func (l Limits) withDefaults() Limits {
 type replyReport struct {
 	obs     *Observation
 	limits  Limits
-	errors  int // errors reported
-	omitted int // errors left out
-	run     int // calls admitted to run
+	errors  int   // errors reported
+	omitted int   // errors left out
+	run     int   // calls admitted to run
+	sent    int64 // bytes of tool results in the answer, JSON-encoded
 }
 
 func newReplyReport(obs *Observation, l Limits) *replyReport {
@@ -66,6 +100,26 @@ func newReplyReport(obs *Observation, l Limits) *replyReport {
 // result adds a tool message that is not an error.
 func (r *replyReport) result(content string) {
 	r.obs.Messages = append(r.obs.Messages, Message{Role: "tool", Content: content})
+}
+
+// resultRoom is what the next tool result may hold: its own cap, or what
+// the reply has left.
+func (r *replyReport) resultRoom() int64 {
+	return max(min(r.limits.MaxResultBytes, r.limits.MaxReplyResultBytes-r.sent), 0)
+}
+
+// toolResult adds a call's result (prefix + text), cut to the room left;
+// dropped is what the env client already left unread. A cut result ends
+// with a line saying so, so the model learns to ask for less.
+func (r *replyReport) toolResult(prefix, text string, dropped int64) {
+	room := r.resultRoom()
+	kept, more := clipEncoded(prefix+text, room)
+	r.sent += encodedLen(kept)
+	if more > 0 || dropped > 0 {
+		kept += fmt.Sprintf("\n[agentenv: the tool's result was cut here: about %d more bytes were not shown. A tool's result may hold at most %d bytes, and the results answering one reply %d together; ask for less at a time.]",
+			more+dropped, r.limits.MaxResultBytes, r.limits.MaxReplyResultBytes)
+	}
+	r.result(kept)
 }
 
 // fail adds an "Error: ..." tool message, or counts it once the cap is

@@ -4,9 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/agentenv/agentenv/core/bundle"
 	"github.com/agentenv/agentenv/core/episode"
 )
 
@@ -98,5 +103,101 @@ func TestMalformedFloodUnderFrameLimit(t *testing.T) {
 	obs = r.step(ep, "Done.")
 	if !obs.Done || obs.Metrics["unparsed_calls"] != blocks {
 		t.Fatalf("final: done %v, unparsed_calls %v", obs.Done, obs.Metrics["unparsed_calls"])
+	}
+}
+
+// An env's tool results are bounded per call and per reply, counted as
+// the server sends them (JSON-encoded): a result past its room is cut on
+// a character boundary and ends with a line telling the model so, later
+// results of a reply share what is left, and the episode goes on.
+func TestToolResultsAreCapped(t *testing.T) {
+	const perCall, perReply = 1 << 20, 3 << 20
+	dir := bundleFiles(t, nil, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
+	r := newRig(t, dir, rigOptions{tune: func(c *episode.Config) {
+		c.Limits.MaxResultBytes, c.Limits.MaxReplyResultBytes = perCall, perReply
+		c.ToolCallTimeout = time.Minute // the env writes 16 MiB on a busy machine
+	}})
+	ep := r.play(episode.Request{TaskID: "puzzle"})
+	r.start(ep)
+	flood := func(bytes int, char string) string {
+		return call("flood", map[string]any{"bytes": bytes, "char": char})
+	}
+	sent := func(msgs []episode.Message) (n int) {
+		for _, m := range msgs {
+			b, _ := json.Marshal(m.Content)
+			n += len(b)
+		}
+		return n
+	}
+	tests := []struct {
+		name    string
+		reply   string
+		results int // messages expected
+		cut     int // of them, cut
+	}{
+		{"one result far over its cap", flood(16<<20, "x"), 1, 1},
+		{"characters that encode to six bytes", flood(2<<20, "<"), 1, 1},
+		{"five results share the reply's room", strings.Repeat(flood(2<<20, "y"), 5), 5, 5},
+		{"results under the caps are whole", strings.Repeat(flood(1000, "z"), 3), 3, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := r.step(ep, tc.reply)
+			if len(obs.Messages) != tc.results {
+				t.Fatalf("%d messages, want %d", len(obs.Messages), tc.results)
+			}
+			cut := 0
+			for _, m := range obs.Messages {
+				if strings.Contains(m.Content, "[agentenv: the tool's result was cut here") {
+					cut++
+				}
+			}
+			if cut != tc.cut {
+				t.Errorf("%d results say they were cut, want %d", cut, tc.cut)
+			}
+			if n := sent(obs.Messages); n > perReply+tc.results*400 {
+				t.Errorf("the results take %d bytes as sent, over the reply's %d", n, perReply)
+			}
+			if n, _ := json.Marshal(obs.Messages[0].Content); len(n) > perCall+400 {
+				t.Errorf("one result takes %d bytes as sent, over the call's %d", len(n), perCall)
+			}
+		})
+	}
+	obs := r.step(ep, call("add", map[string]any{"n": 3}))
+	if got := contents(obs.Messages); len(got) != 1 || got[0] != "tool: 5" {
+		t.Fatalf("the episode should go on: %q", got)
+	}
+}
+
+// Limits a client could not be answered within are refused at start.
+func TestReplyResultCapIsBounded(t *testing.T) {
+	dir := bundleFiles(t, nil, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
+	b, err := bundle.Load(dir, bundle.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = episode.NewEngine(episode.Config{Bundle: b, Sandbox: nopDriver{}, ToolFormat: toolFormats(t),
+		Limits: episode.Limits{MaxReplyResultBytes: episode.MaxReplyResultBytesCap + 1}})
+	if err == nil || !strings.Contains(err.Error(), "64 MiB frame") {
+		t.Fatalf("NewEngine = %v, want a refusal naming the frame limit", err)
+	}
+}
+
+// The SkyRL client's frame limit is the one the engine's reply bound is
+// sized for: a frame past the client's kills its session (close 1006).
+func TestClientFrameLimitMatchesTheSkyRLClient(t *testing.T) {
+	src, err := os.ReadFile("../../integrations/skyrl/agentenv_skyrl/session.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^_MAX_FRAME = (\d+) << 20$`).FindSubmatch(src)
+	if m == nil {
+		t.Fatal("session.py has no line _MAX_FRAME = N << 20")
+	}
+	if mib, _ := strconv.Atoi(string(m[1])); mib<<20 != episode.ClientFrameLimit {
+		t.Fatalf("the SkyRL client takes frames up to %d MiB, the engine is sized for %d MiB", mib, episode.ClientFrameLimit>>20)
+	}
+	if episode.MaxReplyResultBytesCap+(2<<20) > episode.ClientFrameLimit/6*5 {
+		t.Fatalf("a reply's results (%d) leave too little of the frame for the rest", episode.MaxReplyResultBytesCap)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentenv/agentenv/core/bundle"
 	"github.com/agentenv/agentenv/core/envclient"
+	"github.com/agentenv/agentenv/core/pluginhost"
 	"github.com/agentenv/agentenv/sdk/sandbox"
 )
 
@@ -21,6 +22,9 @@ type liveEnv struct {
 	counted bool              // in Engine.sandboxes until torn down
 	client  *envclient.Client // nil until connected
 	tools   []Tool
+	// rec records its spans: the episode's that holds it; nil = the
+	// engine's observer only (warm, or listing a toolset).
+	rec func(Span)
 }
 
 // spec is what the sandbox deploys for env, with the engine's labels and
@@ -41,27 +45,35 @@ func (e *Engine) spec(env *bundle.Env, labels map[string]string) sandbox.Spec {
 
 // envFor gives an episode env name: a ready one from the warm pool when
 // there is one, else a fresh deploy.
-func (e *Engine) envFor(ctx context.Context, name string, labels map[string]string) (*liveEnv, error) {
+// rec records the episode's spans (taking a warm sandbox is its deploy).
+func (e *Engine) envFor(ctx context.Context, name string, labels map[string]string, rec func(Span)) (*liveEnv, error) {
 	if e.pool != nil {
+		start := time.Now()
 		if le := e.pool.take(ctx, name); le != nil {
+			le.rec = rec
+			rec(Span{Phase: PhaseDeploy, Env: name, Start: start, Took: time.Since(start)})
 			e.log.Info("took a warm sandbox", "episode", labels[sandbox.LabelEpisode], "env", name, "sandbox", le.sb.ID)
 			return le, nil
 		}
 	}
-	return e.deployEnv(ctx, name, labels)
+	return e.deployEnv(ctx, name, labels, rec)
 }
 
 // deployEnv deploys an env, waits for its MCP server (the one readiness
 // check: sandboxes do not speak MCP) and lists its tools, within the
 // deploy timeout. On failure nothing is left running.
-func (e *Engine) deployEnv(ctx context.Context, name string, labels map[string]string) (*liveEnv, error) {
+func (e *Engine) deployEnv(ctx context.Context, name string, labels map[string]string, rec func(Span)) (*liveEnv, error) {
 	e.sandboxes.Add(1)
-	return e.deployCounted(ctx, name, labels)
+	return e.deployCounted(ctx, name, labels, rec)
 }
 
 // deployCounted is deployEnv for a sandbox already counted in
-// e.sandboxes; a failed deploy uncounts it.
-func (e *Engine) deployCounted(ctx context.Context, name string, labels map[string]string) (*liveEnv, error) {
+// e.sandboxes; a failed deploy uncounts it. rec (nil: the observer only)
+// records its deploy and ready spans, and later its teardown.
+func (e *Engine) deployCounted(ctx context.Context, name string, labels map[string]string, rec func(Span)) (*liveEnv, error) {
+	if rec == nil {
+		rec = e.observe
+	}
 	env, ok := e.cfg.Bundle.Envs[name]
 	if !ok {
 		e.uncount()
@@ -77,28 +89,48 @@ func (e *Engine) deployCounted(ctx context.Context, name string, labels map[stri
 	spec.Labels[sandbox.LabelCreated] = time.Now().UTC().Format(time.RFC3339)
 	start := time.Now()
 	sb, err := e.cfg.Sandbox.Deploy(ctx, spec)
+	if err != nil && errors.Is(err, pluginhost.ErrCrashed) && ctx.Err() == nil {
+		// One crash of the sandbox plugin fails every deploy in flight
+		// across the server: each goes again, once, on the restarted
+		// process (the call waits for the restart), under a new nonce so
+		// the first try's leftovers are reaped apart.
+		e.log.Warn("the sandbox plugin crashed during a deploy; deploying again on the restarted plugin", "env", name, "error", err)
+		e.reapDeploy(nonce)
+		nonce = newEpisodeID()
+		spec.Labels[sandbox.LabelDeploy] = nonce
+		sb, err = e.cfg.Sandbox.Deploy(ctx, spec)
+	}
+	rec(Span{Phase: PhaseDeploy, Env: name, Start: start, Took: time.Since(start)})
 	if err != nil {
 		e.uncount()
 		e.reapDeploy(nonce)
 		if timedOut(ctx, err) {
-			return nil, fmt.Errorf("deploying env %q: not ready within %s (the deploy timeout): %w", name, e.cfg.DeployTimeout, err)
+			return nil, withBrief(timeoutError{fmt.Errorf("deploying env %q: not ready within %s (the deploy timeout): %w", name, e.cfg.DeployTimeout, err)},
+				"env %q was not ready within the deploy timeout (%s)", name, e.cfg.DeployTimeout)
 		}
-		return nil, fmt.Errorf("deploying env %q: %w", name, err)
+		why := "the sandbox could not start it"
+		if errors.Is(err, pluginhost.ErrCrashed) {
+			why = "the sandbox plugin crashed"
+		}
+		return nil, withBrief(fmt.Errorf("deploying env %q: %w", name, err), "env %q could not be deployed: %s", name, why)
 	}
-	le := &liveEnv{name: name, sb: sb, counted: true}
+	le := &liveEnv{name: name, sb: sb, counted: true, rec: rec}
+	ready := time.Now()
+	defer func() { rec(Span{Phase: PhaseReady, Env: name, Start: ready, Took: time.Since(ready)}) }()
 	fail := func(err error) (*liveEnv, error) {
 		if terr := <-e.retire([]*liveEnv{le}).done; terr != nil {
 			err = errors.Join(err, terr)
 		}
 		return nil, err
 	}
-	le.client, err = envclient.Connect(ctx, sb.Endpoint, envclient.Options{})
+	le.client, err = envclient.Connect(ctx, sb.Endpoint, envclient.Options{MaxResultBytes: e.cfg.Limits.MaxResultBytes})
 	if err != nil {
-		return fail(fmt.Errorf("env %q deployed as %s but its MCP server does not answer: %w", name, sb.ID, err))
+		return fail(withBrief(fmt.Errorf("env %q deployed as %s but its MCP server does not answer: %w", name, sb.ID, err),
+			"env %q was deployed but its MCP server did not answer", name))
 	}
 	le.tools, err = le.client.ListTools(ctx)
 	if err != nil {
-		return fail(fmt.Errorf("env %q: %w", name, err))
+		return fail(withBrief(fmt.Errorf("env %q: %w", name, err), "env %q did not list its tools", name))
 	}
 	e.log.Debug("env deployed", "env", name, "sandbox", sb.ID, "endpoint", sb.Endpoint, "tools", len(le.tools), "took", time.Since(start))
 	return le, nil
@@ -187,12 +219,18 @@ func (e *Engine) retire(envs []*liveEnv) *teardown {
 		var errs []error
 		for i := len(envs) - 1; i >= 0; i-- {
 			le := envs[i]
+			start := time.Now()
 			if le.client != nil {
 				_ = le.client.Close()
 			}
 			if err := e.terminate(le); err != nil {
 				errs = append(errs, err)
 			}
+			rec := le.rec
+			if rec == nil {
+				rec = e.observe
+			}
+			rec(Span{Phase: PhaseTeardown, Env: le.name, Start: start, Took: time.Since(start)})
 			if le.counted {
 				e.uncount()
 			}
@@ -241,10 +279,11 @@ func (ep *episode) callSetup(ctx context.Context, s *bundle.Step) error {
 	}
 	res, err := le.client.CallTool(ctx, s.Tool, s.Arguments, ep.e.cfg.ToolCallTimeout)
 	if err != nil {
-		return fmt.Errorf("call_tool step %q: %w", s.ID, err)
+		return withBrief(fmt.Errorf("call_tool step %q: %w", s.ID, err), "setup step %q (%s on env %q) failed", s.ID, s.Tool, s.Env)
 	}
 	if res.IsError {
-		return fmt.Errorf("call_tool step %q: %s on env %q answered with an error: %s", s.ID, s.Tool, s.Env, res.Text)
+		return withBrief(fmt.Errorf("call_tool step %q: %s on env %q answered with an error: %s", s.ID, s.Tool, s.Env, res.Text),
+			"setup step %q (%s on env %q) answered with an error", s.ID, s.Tool, s.Env)
 	}
 	return nil
 }

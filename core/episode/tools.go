@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -210,6 +211,10 @@ func toolsOf(offer []*offered) []Tool {
 type toolsetEntry struct {
 	mu    sync.Mutex
 	tools []Tool
+	// A failed listing is remembered for ToolsetRetryAfter: catalogue
+	// GETs of a broken toolset would otherwise deploy its envs each time.
+	err      error
+	failedAt time.Time
 }
 
 // Tools returns the tools a toolset offers the model: the union over its
@@ -233,8 +238,23 @@ func (e *Engine) Tools(ctx context.Context, toolset string) ([]Tool, error) {
 	if entry.tools != nil {
 		return append([]Tool(nil), entry.tools...), nil
 	}
+	if entry.err != nil {
+		if left := e.cfg.ToolsetRetryAfter - time.Since(entry.failedAt); left > 0 {
+			cause := entry.err
+			var epErr *Error
+			if errors.As(cause, &epErr) && epErr.Err != nil {
+				cause = epErr.Err
+			}
+			return nil, &Error{Code: CodeOf(entry.err), Err: fmt.Errorf("%w (this listing failed %s ago; it is tried again in %s)",
+				cause, time.Since(entry.failedAt).Round(time.Second), left.Round(time.Second))}
+		}
+		entry.err = nil
+	}
 	tools, err := e.listToolset(ctx, ts)
 	if err != nil {
+		if ctx.Err() == nil { // a caller that left proves nothing of the toolset
+			entry.err, entry.failedAt = err, time.Now()
+		}
 		return nil, err
 	}
 	entry.tools = tools
@@ -250,9 +270,14 @@ func (e *Engine) listToolset(ctx context.Context, ts *bundle.Toolset) (tools []T
 		}
 	}()
 	for _, name := range ts.Envs {
-		le, err := e.deployEnv(ctx, name, labels)
+		le, err := e.deployEnv(ctx, name, labels, nil)
 		if err != nil {
-			return nil, &Error{Code: CodeDeploy, Err: fmt.Errorf("toolset %s (task %s): %w", ts.ID, ts.Task.ID, err)}
+			err = fmt.Errorf("toolset %s (task %s): %w", ts.ID, ts.Task.ID, err)
+			var b *briefError
+			if errors.As(err, &b) {
+				err = withBrief(err, "toolset %s: %s", ts.ID, b.brief)
+			}
+			return nil, &Error{Code: CodeDeploy, Err: err}
 		}
 		envs = append(envs, le)
 	}

@@ -27,6 +27,8 @@ import (
 
 	"github.com/agentenv/agentenv/client"
 	"github.com/agentenv/agentenv/core/dataset/skyrl"
+	"github.com/agentenv/agentenv/sdk"
+	"github.com/agentenv/agentenv/sdk/builtin"
 )
 
 // Options say what to evaluate and how.
@@ -70,7 +72,10 @@ type Options struct {
 	// Progress, when set, is called once at the start and after each
 	// rollout.
 	Progress func(Progress)
-	Log      hclog.Logger
+	// OnPreparing, when set, hears what a server that still builds its
+	// envs builds, while Run waits for it (else it is logged at info).
+	OnPreparing func(msg string)
+	Log         hclog.Logger
 }
 
 // Progress is how far an eval is.
@@ -166,9 +171,16 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if o.Log == nil {
 		o.Log = hclog.NewNullLogger()
 	}
+	// The plugin host's resolution of names (qwen3coder is qwen3_coder), so
+	// the results and --resume name a format one way.
+	o.ToolFormat = builtin.CanonicalName(sdk.KindToolFormat, o.ToolFormat)
 	cat, err := skyrl.NewHTTPCatalog(o.Server, o.Token)
 	if err != nil {
 		return nil, err
+	}
+	cat.OnPreparing = o.OnPreparing
+	if cat.OnPreparing == nil {
+		cat.OnPreparing = func(msg string) { o.Log.Info("waiting for the server", "status", msg) }
 	}
 	entries, err := listTasks(ctx, cat, o.Split, o.Limit)
 	if err != nil {

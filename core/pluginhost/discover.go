@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
@@ -60,19 +59,11 @@ func ParseID(id string) (sdk.Kind, string, bool) {
 	return "", "", false
 }
 
-// CanonicalName is the one place plugin names are resolved: it returns the
-// canonical name of the kind's plugin that name is an alias of (qwen3coder
-// and qwen3-coder are toolformat qwen3_coder, from sdk/builtin's
-// first-party list), or name itself. Every name the host reads, from a
-// caller or from a binary's file name, goes through it.
-func CanonicalName(kind sdk.Kind, name string) string {
-	for _, f := range builtin.FirstParties() {
-		if f.Kind == kind && slices.Contains(f.Aliases, name) {
-			return f.Name
-		}
-	}
-	return name
-}
+// CanonicalName is how the host resolves plugin names: sdk/builtin's
+// CanonicalName (qwen3coder and qwen3-coder are toolformat qwen3_coder).
+// Every name the host reads, from a caller or from a binary's file name,
+// goes through it.
+func CanonicalName(kind sdk.Kind, name string) string { return builtin.CanonicalName(kind, name) }
 
 // DefaultSearchPath is the folders searched for plugin binaries, in order:
 // $AGENTENV_PLUGIN_PATH, ~/.agentenv/plugins, then the folder holding

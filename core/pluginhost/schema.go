@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -77,7 +79,7 @@ func (cs *configSchema) validate(config json.RawMessage) error {
 	var ve *jsonschema.ValidationError
 	if errors.As(err, &ve) {
 		var msgs []string
-		leafErrors(ve, &msgs)
+		cs.leafErrors(ve, &msgs)
 		return fmt.Errorf("invalid config: %s", strings.Join(msgs, "; "))
 	}
 	return err
@@ -85,11 +87,12 @@ func (cs *configSchema) validate(config json.RawMessage) error {
 
 var printer = message.NewPrinter(language.English)
 
-// leafErrors collects the innermost failures, which name the field.
-func leafErrors(ve *jsonschema.ValidationError, out *[]string) {
+// leafErrors collects the innermost failures, which name the field. An
+// unknown key names the valid keys there and the nearest one.
+func (cs *configSchema) leafErrors(ve *jsonschema.ValidationError, out *[]string) {
 	if len(ve.Causes) > 0 {
 		for _, c := range ve.Causes {
-			leafErrors(c, out)
+			cs.leafErrors(c, out)
 		}
 		return
 	}
@@ -102,7 +105,46 @@ func leafErrors(ve *jsonschema.ValidationError, out *[]string) {
 			loc += "/" + esc.Replace(tok)
 		}
 	}
+	if extra, ok := ve.ErrorKind.(*kind.AdditionalProperties); ok {
+		if valid := cs.keysAt(ve.InstanceLocation); len(valid) > 0 {
+			for _, k := range extra.Properties {
+				msg := fmt.Sprintf("at %q: unknown key %q", loc, k)
+				if near := nearest(k, valid); near != "" {
+					msg += fmt.Sprintf("; did you mean %q?", near)
+				}
+				*out = append(*out, msg+"; the keys are "+strings.Join(valid, ", "))
+			}
+			return
+		}
+	}
 	*out = append(*out, fmt.Sprintf("at %q: %s", loc, ve.ErrorKind.LocalizedString(printer)))
+}
+
+// keysAt lists, sorted, the properties the schema declares for the object
+// at loc (nil when it cannot tell).
+func (cs *configSchema) keysAt(loc []string) []string {
+	s := cs.s
+	for _, tok := range loc {
+		for s != nil && s.Ref != nil && len(s.Properties) == 0 {
+			s = s.Ref
+		}
+		if s == nil {
+			return nil
+		}
+		s = s.Properties[tok]
+	}
+	for s != nil && s.Ref != nil && len(s.Properties) == 0 {
+		s = s.Ref
+	}
+	if s == nil {
+		return nil
+	}
+	keys := make([]string, 0, len(s.Properties))
+	for k := range s.Properties {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // oneLine folds a multi-line message onto one line.

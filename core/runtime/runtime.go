@@ -71,6 +71,9 @@ type Options struct {
 	ToolFormats   func(name string) (toolformat.Parser, error)
 	// Tune adjusts the engine's configuration (timeouts) before it is built.
 	Tune func(*episode.Config)
+	// Observer hears the engine's phase timings and episode outcomes
+	// (serve: the server's metrics).
+	Observer episode.Observer
 }
 
 // Runtime is an open bundle: its plugins and the engine that plays it.
@@ -137,11 +140,12 @@ func Open(ctx context.Context, dir string, o Options) (_ *Runtime, err error) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
+	sandboxName := o.Sandbox
+	if sandboxName == "" {
+		sandboxName = DefaultSandbox
+	}
 	if r.Sandbox == nil {
-		name := o.Sandbox
-		if name == "" {
-			name = DefaultSandbox
-		}
+		name := sandboxName
 		if r.Sandbox, err = r.Host.Sandbox(sctx, name, o.SandboxConfig); err != nil {
 			return nil, fmt.Errorf("sandbox %q: %w", name, err)
 		}
@@ -179,6 +183,8 @@ func Open(ctx context.Context, dir string, o Options) (_ *Runtime, err error) {
 		Logger:            log.Named("episode"),
 		Warm:              o.Warm,
 		WarmLimit:         o.WarmLimit,
+		SandboxName:       sandboxName,
+		Observer:          o.Observer,
 	}
 	if o.Tune != nil {
 		o.Tune(&cfg)
@@ -235,10 +241,56 @@ func (r *Runtime) toolFormats() func(string) (toolformat.Parser, error) {
 	}
 }
 
+// PrepareProgress hears of each env's build: Building as it begins, then
+// Built when it succeeded (a failure is Prepare's error).
+type PrepareProgress interface {
+	Building(env string)
+	Built(env string)
+}
+
+// prepareLogEvery is how often a build still running is logged.
+const prepareLogEvery = 15 * time.Second
+
 // Prepare builds what the bundle's envs need (through the sandbox) so the
-// first episodes do not wait for it.
-func (r *Runtime) Prepare(ctx context.Context) error {
-	if err := r.Engine.Prepare(ctx); err != nil {
+// first episodes do not wait for it, one env after the other, logging
+// each build's start, a line every 15 s while it runs, and its end.
+// progress (may be nil) hears of each env too.
+func (r *Runtime) Prepare(ctx context.Context, progress PrepareProgress) error {
+	var errs []error
+	for _, name := range r.Engine.EnvNames() {
+		if progress != nil {
+			progress.Building(name)
+		}
+		began := time.Now()
+		r.log.Info("preparing env (building what it needs, once)", "env", name)
+		done := make(chan struct{})
+		go func() {
+			t := time.NewTicker(prepareLogEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					r.log.Info("still preparing env", "env", name, "elapsed", time.Since(began).Round(time.Second).String())
+				}
+			}
+		}()
+		err := r.Engine.PrepareEnv(ctx, name)
+		close(done)
+		if err != nil {
+			errs = append(errs, err)
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		r.log.Info("env prepared", "env", name, "took", time.Since(began).Round(time.Millisecond).String())
+		if progress != nil {
+			progress.Built(name)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("preparing the bundle's envs: %w", err)
 	}
 	return nil

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -71,12 +70,12 @@ func httpStatus(code episode.Code) int {
 	}
 }
 
-func writeFailure(w http.ResponseWriter, err error) {
+func (s *Server) writeFailure(w http.ResponseWriter, err error) {
 	code := episode.CodeOf(err)
-	msg := err.Error()
-	var epErr *episode.Error
-	if errors.As(err, &epErr) && epErr.Err != nil {
-		msg = epErr.Err.Error() // the code travels beside the message, as on the socket
+	msg, brief := s.failureMessage(err)
+	if brief {
+		s.log.Warn("catalogue request failed", "code", code, "error", err)
+		msg += " (the server's log has the details)"
 	}
 	writeHTTPError(w, httpStatus(code), string(code), msg)
 }
@@ -105,7 +104,7 @@ func (s *Server) handleSplitTasks(w http.ResponseWriter, r *http.Request) {
 	}
 	tasks, size, err := s.opts.Catalog.Tasks(split, start, stop)
 	if err != nil {
-		writeFailure(w, err)
+		s.writeFailure(w, err)
 		return
 	}
 	if stop < 0 || stop > size {
@@ -144,7 +143,7 @@ func queryInt(v string, def int) (int, error) {
 func (s *Server) handleTask(w http.ResponseWriter, r *http.Request) {
 	t, err := s.opts.Catalog.Task(r.PathValue("id"))
 	if err != nil {
-		writeFailure(w, err)
+		s.writeFailure(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, t)
@@ -157,7 +156,7 @@ func (s *Server) handleToolsetTools(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	tools, err := s.opts.Player.Tools(ctx, id)
 	if err != nil {
-		writeFailure(w, err)
+		s.writeFailure(w, err)
 		return
 	}
 	if tools == nil {
@@ -236,14 +235,14 @@ func (s *Server) handleORS(w http.ResponseWriter, r *http.Request) {
 	case "tasks":
 		ts, _, err := s.opts.Catalog.Tasks(body.Split, 0, -1)
 		if err != nil {
-			writeFailure(w, err)
+			s.writeFailure(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"tasks": records(ts), "env_name": env})
 	case "num_tasks":
 		_, size, err := s.opts.Catalog.Tasks(body.Split, 0, 0)
 		if err != nil {
-			writeFailure(w, err)
+			s.writeFailure(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"num_tasks": size})
@@ -254,7 +253,7 @@ func (s *Server) handleORS(w http.ResponseWriter, r *http.Request) {
 		}
 		ts, _, err := s.opts.Catalog.Tasks(body.Split, *body.Index, *body.Index+1)
 		if err != nil {
-			writeFailure(w, err)
+			s.writeFailure(w, err)
 			return
 		}
 		if len(ts) == 0 {
@@ -280,7 +279,7 @@ func (s *Server) handleORS(w http.ResponseWriter, r *http.Request) {
 		}
 		ts, _, err := s.opts.Catalog.Tasks(body.Split, start, stop)
 		if err != nil {
-			writeFailure(w, err)
+			s.writeFailure(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"tasks": records(ts)})

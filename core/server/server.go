@@ -79,6 +79,34 @@ type Options struct {
 	PluginRestarts func() float64
 	// HTTP bounds what idle or slow connections hold (limits.go).
 	HTTP HTTPLimits
+	// Readiness, when set, holds every request but /health and /metrics
+	// off with 503 PREPARING until its Ready is called (readiness.go), so
+	// the server can listen while its envs build. nil: ready at once.
+	Readiness *Readiness
+	// Metrics are the series /metrics serves (nil = new ones). Give the
+	// episode engine the same ones as its Observer for phase timings and
+	// outcomes; a Metrics serves one Server.
+	Metrics *Metrics
+	// ErrorDetail sends clients the full detail of DEPLOY_FAILED errors
+	// (server paths, env command lines, env output, which may print an
+	// env's secrets); by default they get the env and a short cause, and
+	// the detail goes to the log. For a server only its operator uses.
+	ErrorDetail bool
+}
+
+// failureMessage is what a client is told of err (its code travels beside
+// it); brief is set when the detail was left for the log.
+func (s *Server) failureMessage(err error) (msg string, brief bool) {
+	var epErr *episode.Error
+	if !errors.As(err, &epErr) || epErr.Err == nil {
+		return err.Error(), false
+	}
+	if !s.opts.ErrorDetail {
+		if b, ok := epErr.Brief(); ok {
+			return b, true
+		}
+	}
+	return epErr.Err.Error(), false
 }
 
 // Server is an OpenEnv server over a Player. Use Handler with your own
@@ -87,7 +115,7 @@ type Server struct {
 	opts     Options
 	log      hclog.Logger
 	token    tokenCheck
-	metrics  *metrics
+	metrics  *Metrics
 	adm      *admission
 	conns    *connLimiter
 	upgrader websocket.Upgrader
@@ -144,11 +172,15 @@ func New(opts Options) (*Server, error) {
 		opts:     opts,
 		log:      opts.Logger,
 		token:    newTokenCheck(opts.Token),
-		metrics:  newMetrics(opts.PluginRestarts),
+		metrics:  opts.Metrics,
 		sessions: map[*session]struct{}{},
 		stopping: make(chan struct{}),
 	}
 	s.opts.Token = "" // only the digest stays
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
+	s.metrics.registerRestarts(opts.PluginRestarts)
 	s.conns = newConnLimiter(opts.HTTP.MaxConnections, s.metrics.reg, s.log)
 	s.adm = newAdmission(opts.MaxConcurrentEnvs, func(active, queued int) {
 		s.metrics.live.Set(float64(active))
@@ -165,7 +197,7 @@ func New(opts Options) (*Server, error) {
 			writeHTTPError(w, status, CodeValidation, "websocket upgrade failed: "+reason.Error())
 		},
 	}
-	s.handler = s.routes()
+	s.handler = s.gate(s.routes())
 	return s, nil
 }
 

@@ -5,6 +5,7 @@
 // engine and sandboxes must survive:
 //
 //	TESTENV_FAIL_START=1    exit 2 before listening
+//	TESTENV_SAY=s           print s to stderr first (an env that logs a secret)
 //	TESTENV_START_DELAY=d   wait d (a Go duration) before listening
 //	TESTENV_IGNORE_TERM=1   ignore SIGTERM, so only SIGKILL stops it
 //	TESTENV_CHILD=1         start a child process (this binary, "child") in
@@ -13,6 +14,10 @@
 //	TESTENV_GRADE_TEXT=s    grade answers s instead of a number
 //	TESTENV_PAGE_SIZE=n     list tools n per page
 //	TESTENV_PREFIX=p        prefix every tool name with p (two envs in one task)
+//	TESTENV_JSON_RESPONSE=1 answer calls with plain JSON bodies, not SSE streams
+//
+// flood returns a result of any size (to test the limits on what an env
+// sends back).
 package main
 
 import (
@@ -26,6 +31,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -68,6 +74,12 @@ type sleepIn struct {
 }
 
 type empty struct{}
+
+type floodIn struct {
+	Bytes int    `json:"bytes" jsonschema:"bytes of text in each part"`
+	Parts int    `json:"parts,omitempty" jsonschema:"text parts (default 1)"`
+	Char  string `json:"char,omitempty" jsonschema:"the text repeated (default x)"`
+}
 
 func text(format string, args ...any) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
@@ -141,6 +153,19 @@ func newServer(p *puzzle) *mcp.Server {
 			os.Exit(3)
 			return nil, nil, nil
 		})
+	mcp.AddTool(s, tool("flood", "Return parts text parts of bytes bytes each."),
+		func(_ context.Context, _ *mcp.CallToolRequest, in floodIn) (*mcp.CallToolResult, any, error) {
+			parts, char := max(in.Parts, 1), in.Char
+			if char == "" {
+				char = "x"
+			}
+			part := strings.Repeat(char, max(in.Bytes, 0)/len(char))
+			res := &mcp.CallToolResult{}
+			for range parts {
+				res.Content = append(res.Content, &mcp.TextContent{Text: part})
+			}
+			return res, nil, nil
+		})
 	mcp.AddTool(s, tool("grade", "Score the episode: 1 when the value or a guess hit the target, else 0."),
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
 			if os.Getenv("TESTENV_GRADE_ERROR") == "1" {
@@ -166,6 +191,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "child" {
 		// A child that lives until its process group is killed.
 		select {}
+	}
+	if say := os.Getenv("TESTENV_SAY"); say != "" {
+		fmt.Fprintln(os.Stderr, say)
 	}
 	if os.Getenv("TESTENV_FAIL_START") == "1" {
 		fmt.Fprintln(os.Stderr, "testenv: failing to start as asked (TESTENV_FAIL_START=1)")
@@ -199,7 +227,8 @@ func main() {
 	p := &puzzle{}
 	server := newServer(p)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	hopts := &mcp.StreamableHTTPOptions{JSONResponse: os.Getenv("TESTENV_JSON_RESPONSE") == "1"}
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, hopts))
 	fmt.Fprintf(os.Stderr, "testenv: listening on %s\n", ln.Addr())
 	if err := http.Serve(ln, mux); err != nil {
 		log.Fatalf("testenv: %v", err)

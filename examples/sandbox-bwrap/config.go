@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentenv/agentenv/sdk/config"
+	"github.com/agentenv/agentenv/sdk/sandbox/hostenv"
 )
 
 // configSchema is what the host checks a configuration against before
@@ -70,6 +71,11 @@ const configSchema = `{
       "type": "array",
       "items": {"type": "string"},
       "description": "Names of this process's environment variables passed to envs (PATH always is)."
+    },
+    "log_max_mb": {
+      "type": "integer",
+      "minimum": 0,
+      "description": "Most an env's output log (env.log in its folder) holds: past it the log is cut to its tail (default 16; 0 turns the cap off)."
     }
   }
 }`
@@ -86,6 +92,7 @@ type Config struct {
 	ReadyTimeout config.Duration `json:"ready_timeout"`
 	BuildTimeout config.Duration `json:"build_timeout"`
 	PassEnv      []string        `json:"pass_env"`
+	LogMaxMB     int64           `json:"log_max_mb"`
 }
 
 // Limits are setrlimit limits on every process of a sandbox; 0 = none.
@@ -109,6 +116,7 @@ func defaultConfig() Config {
 		Grace:        config.Duration(5 * time.Second),
 		ReadyTimeout: config.Duration(60 * time.Second),
 		BuildTimeout: config.Duration(10 * time.Minute),
+		LogMaxMB:     hostenv.DefaultLogMax >> 20,
 	}
 }
 

@@ -175,7 +175,8 @@ func (p *plugin) start(ctx context.Context, spec sandbox.Spec, cfg Config) (_ sa
 	for _, sub := range []string{"work", "tmp", "run"} {
 		err = errors.Join(err, os.Mkdir(filepath.Join(root, sub), 0o700))
 	}
-	logFile, err2 := os.Create(filepath.Join(root, "env.log"))
+	logFile, err2 := hostenv.OpenLog(filepath.Join(root, "env.log"))
+	p.watchLogs()
 	if err = errors.Join(err, err2); err != nil {
 		return abandon(fmt.Errorf("making its folder: %w", err))
 	}
@@ -276,4 +277,14 @@ func newID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return "bwrap-" + hex.EncodeToString(b[:])
+}
+
+// watchLogs starts, once per plugin process, the watcher that keeps every
+// sandbox's env.log under log_max_mb (those of earlier plugin processes
+// too: their keepers run on).
+func (p *plugin) watchLogs() {
+	p.logs.Do(func() {
+		go hostenv.WatchLogs(context.Background(), func() string { return filepath.Join(p.config().StateDir, "*", "env.log") },
+			func() int64 { return p.config().LogMaxMB << 20 }, p.log)
+	})
 }

@@ -44,6 +44,7 @@ type plugin struct {
 	mu   sync.Mutex
 	cfg  Config
 	mine map[string]*keeper // sandboxes this process started, by id
+	logs sync.Once          // starts the log watcher (deploy.go)
 
 	checked sync.Once
 	bwrapOK error // whether bwrap can make a sandbox here

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/moby/moby/client"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
 )
@@ -58,6 +59,9 @@ type engine struct {
 	checked time.Time
 	loaded  bool // the pool knows the engine's networks
 	images  map[string]imageInfo
+	// rebuilds makes the deploys that find an image gone wait for one
+	// build of it (docker_regone.go).
+	rebuilds singleflight.Group
 }
 
 func newEngine(host string, subnets *subnetPool, parallel int, log hclog.Logger) *engine {
@@ -152,7 +156,7 @@ func (p *Plugin) announce(ctx context.Context) {
 		eng.mu.Lock()
 		version := eng.version
 		eng.mu.Unlock()
-		what := "envs with an image run in containers, others as processes"
+		what := "envs that declare a command run as processes, envs with only an image in containers (mode=docker runs every env in a container)"
 		if cfg.Mode == ModeDocker {
 			what = "every env runs in a container"
 		}
@@ -162,7 +166,7 @@ func (p *Plugin) announce(ctx context.Context) {
 	case cfg.Mode == ModeDocker:
 		p.log.Warn("mode docker, but the Docker engine does not answer: deploys fail until it does", "error", err)
 	default:
-		p.log.Info("mode auto: no Docker engine, so every env runs as a plain process", "docker", eng.where(), "reason", err)
+		p.log.Info("mode auto: envs that declare a command run as processes; no Docker engine answers, so envs with only an image cannot run", "docker", eng.where(), "reason", err)
 	}
 }
 
@@ -191,19 +195,36 @@ func (p *Plugin) modeFor(ctx context.Context, spec sandbox.Spec) (string, error)
 		}
 		return ModeDocker, nil
 	}
-	if spec.Image != "" {
-		ok, err := p.engine().ready(ctx)
-		if ok {
-			return ModeDocker, nil
-		}
-		if len(spec.Command) == 0 {
-			return "", noCommand(err.Error())
-		}
+	// auto: an env with a command runs as a process, whatever engine
+	// answers, so the choice depends on env.toml alone (the quickstart
+	// promises no Docker; an engine that happens to run must not turn it
+	// into a slower path); an env with only an image needs the engine.
+	if len(spec.Command) > 0 {
+		return ModeProcess, nil
 	}
-	if len(spec.Command) == 0 {
+	if spec.Image == "" {
 		return "", noCommand("")
 	}
-	return ModeProcess, nil
+	if ok, err := p.engine().ready(ctx); !ok {
+		return "", noCommand(err.Error())
+	}
+	return ModeDocker, nil
+}
+
+// modeWhy says why an env got mode, and how to pick the other: the line
+// each env's first prepare or deploy logs.
+func modeWhy(cfgMode, mode string, spec sandbox.Spec) (why, other string) {
+	if cfgMode != ModeAuto {
+		return "mode " + cfgMode + " is set", "--sandbox-config mode=auto picks per env"
+	}
+	if mode == ModeProcess {
+		why = "mode auto runs an env that declares a command as a plain process (no isolation)"
+		if spec.Image != "" {
+			other = "--sandbox-config mode=docker runs it in a container of " + spec.Image
+		}
+		return why, other
+	}
+	return "mode auto runs an env with only an image in a container", "give the env a command in env.toml to run it as a process"
 }
 
 // engineForList is the engine when List and reaping should look at it:

@@ -44,7 +44,7 @@ func (e *engine) image(ctx context.Context, cli *client.Client, ref string) (ima
 		return imageInfo{}, err
 	}
 	if !found {
-		return imageInfo{}, fmt.Errorf("no image %s on the engine: Prepare builds it (agentenv serve prepares every env at start)", ref)
+		return imageInfo{}, fmt.Errorf("image %s: %w", ref, errNoImage)
 	}
 	e.mu.Lock()
 	e.images[ref] = info

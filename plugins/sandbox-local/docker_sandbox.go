@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/netip"
@@ -34,11 +35,10 @@ type dockerHandle struct {
 	Subnet    string `json:"subnet,omitempty"`
 }
 
-// probeWait is how long a probe of the published port waits for the
-// engine's port proxy to drop the connection: it accepts on the host at
-// once and closes as soon as it finds nothing listening in the container,
-// so a connection still open after probeWait reached the env.
-const probeWait = 5 * time.Millisecond
+// probeWait is how long a probe of the published port waits for the env
+// to answer it; one that does not is probed again (the container's exit
+// ends the wait).
+const probeWait = 2 * time.Second
 
 // cleanupTimeout bounds removing what a failed deploy created.
 const cleanupTimeout = 30 * time.Second
@@ -64,7 +64,7 @@ func (p *Plugin) deployDocker(ctx context.Context, spec sandbox.Spec) (sandbox.S
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(cfg.ReadyTimeout))
 		defer cancel()
 	}
-	img, err := eng.image(ctx, cli, spec.Image)
+	img, err := p.imageFor(ctx, cli, spec)
 	if err != nil {
 		return fail(err)
 	}
@@ -100,28 +100,44 @@ func (p *Plugin) deployDocker(ctx context.Context, spec sandbox.Spec) (sandbox.S
 		}
 		return fail(why)
 	}
+	// Each phase is timed for the "deployed" line (docs/performance.md).
+	phase := time.Now()
+	lap := func() time.Duration { d := time.Since(phase); phase = time.Now(); return d }
 	h.Network, h.Subnet, err = p.createNetwork(ctx, cli, name, labels)
 	if err != nil {
 		return undo(err)
 	}
+	tNetwork := lap()
 	port, _ := network.PortFrom(uint16(spec.Port), network.TCP)
-	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Name:             name,
-		Config:           &container.Config{Image: spec.Image, Env: containerEnv(spec, id), Labels: labels, ExposedPorts: network.PortSet{port: {}}},
-		HostConfig:       hostConfig(cfg, spec, img, name, port),
-		NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{name: {}}},
-	})
+	create := func() (client.ContainerCreateResult, error) {
+		return cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+			Name:             name,
+			Config:           &container.Config{Image: spec.Image, Env: containerEnv(spec, id), Labels: labels, ExposedPorts: network.PortSet{port: {}}},
+			HostConfig:       hostConfig(cfg, spec, img, name, port),
+			NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{name: {}}},
+		})
+	}
+	created, err := create()
+	if cerrdefs.IsNotFound(err) {
+		// The image went after it was looked up (the lookup is cached).
+		if img, err = p.imageAgain(ctx, cli, spec); err == nil {
+			created, err = create()
+		}
+	}
 	if err != nil {
 		return undo(fmt.Errorf("creating the container: %w", err))
 	}
 	h.Container = created.ID
+	tCreate := lap()
 	for _, w := range created.Warnings {
 		p.log.Warn("docker", "id", id, "warning", w)
 	}
 	began := time.Now()
+	phase = began
 	if _, err := cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
 		return undo(fmt.Errorf("starting the container: %w", err))
 	}
+	tStart := lap()
 	done() // the env's own start-up is no load on the engine
 	hostPort, err := publishedPort(ctx, cli, created.ID, port, spec.Port)
 	if err == nil {
@@ -137,7 +153,8 @@ func (p *Plugin) deployDocker(ctx context.Context, spec sandbox.Spec) (sandbox.S
 	addr := net.JoinHostPort(localhost.String(), strconv.Itoa(hostPort))
 	sb := sandbox.Sandbox{ID: id, Endpoint: "http://" + addr, Labels: hostenv.CopyLabels(spec.Labels), State: h.state()}
 	p.log.Info("deployed", "id", id, "env", spec.Env, "container", shortID(created.ID), "subnet", h.Subnet,
-		"endpoint", sb.Endpoint, "queued", waited.String(), "listening_after", time.Since(began).String())
+		"endpoint", sb.Endpoint, "queued", waited.String(), "network", tNetwork.String(), "create", tCreate.String(),
+		"start", tStart.String(), "first_answer", lap().String(), "listening_after", time.Since(began).String())
 	return sb, nil
 }
 
@@ -170,6 +187,12 @@ func hostConfig(cfg Config, spec sandbox.Spec, img imageInfo, netName string, po
 	// Scratch space either way (an image FROM scratch has no /tmp).
 	hc.Tmpfs = map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%dm", cfg.TmpfsMB)}
 	hc.ReadonlyRootfs = !img.writableRoot
+	if cfg.LogMaxMB > 0 {
+		// The engine's own log driver would keep all a flooding env
+		// writes; json-file rotates, and `docker logs` still reads it.
+		hc.LogConfig = container.LogConfig{Type: "json-file", Config: map[string]string{
+			"max-size": fmt.Sprintf("%dk", max(cfg.LogMaxMB<<10/2, 1)), "max-file": "2"}}
+	}
 	return hc
 }
 
@@ -317,18 +340,24 @@ func exitedError(status, port int) error {
 	return fmt.Errorf("the container exited (status %d) before listening on port %d", status, port)
 }
 
-// probe reports whether something listens behind the engine's proxy at
-// addr: the proxy accepts at once and hangs up when the container refuses.
+// probe reports whether the env answers behind the engine's port proxy
+// at addr. The proxy accepts at once whatever is behind it, and hangs up
+// when it finds nothing listening in the container; under load finding
+// that out takes it a while, so a connection it holds open proves nothing
+// (taken for an answer, an env that had exited looked deployed). An env
+// speaks HTTP: a byte of an answer to a request is proof.
 func probe(addr string) bool {
 	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return false
 	}
 	defer conn.Close()
-	_ = conn.SetReadDeadline(time.Now().Add(probeWait))
+	_ = conn.SetDeadline(time.Now().Add(probeWait))
+	if _, err := io.WriteString(conn, "GET / HTTP/1.0\r\nHost: localhost\r\n\r\n"); err != nil {
+		return false
+	}
 	_, err = conn.Read(make([]byte, 1))
-	var ne net.Error
-	return err == nil || errors.As(err, &ne) && ne.Timeout()
+	return err == nil
 }
 
 // containerLogs is the end of a container's output, for error messages.

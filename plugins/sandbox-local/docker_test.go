@@ -308,6 +308,7 @@ func TestDockerDeployFailures(t *testing.T) {
 	noPort.Port = 0
 	missing := good
 	missing.Image = "agentenv-test-missing:" + newHex()
+	missing.Dir = t.TempDir() // nothing to build it from
 	tests := []struct {
 		name string
 		spec sandbox.Spec
@@ -315,7 +316,7 @@ func TestDockerDeployFailures(t *testing.T) {
 	}{
 		{"exits at start", failing, []string{`env "dockerenv"`, "exited (status 2) before listening", "failing to start as asked"}},
 		{"no port", noPort, []string{"no port to publish", "env.toml"}},
-		{"image never prepared", missing, []string{"no image", missing.Image, "Prepare"}},
+		{"image gone, no Dockerfile", missing, []string{"not on the engine", missing.Image, "docker pull"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,5 +1,6 @@
 // Package local is the sandbox plugin for this machine. It runs each env
-// in one of two modes (config key mode; auto picks per env):
+// in one of two modes (config key mode; auto picks per env from env.toml
+// alone: a command runs as a process, only an image in Docker):
 //
 //   - Docker mode, for envs with an image: a container from the env's image
 //     (built by Prepare from the env's folder when the tag is missing), on a
@@ -66,7 +67,7 @@ const configSchema = `{
     "mode": {
       "type": "string",
       "enum": ["auto", "docker", "process"],
-      "description": "auto (default): an env with an image runs in Docker when the engine answers, else as a process; docker: every env in a container; process: every env as a process."
+      "description": "auto (default): an env that declares a command runs as a process, one with only an image in Docker; docker: every env in a container; process: every env as a process."
     },
     "docker_host": {
       "type": "string",
@@ -99,6 +100,10 @@ const configSchema = `{
     "parallel_ops": {
       "type": "integer",
       "description": "Most container creations and removals run on the engine at once; more wait their turn (default 8)."
+    },
+    "log_max_mb": {
+      "type": "integer",
+      "description": "Most an env's output log holds on disk: a process env's log is cut to its tail past it, a container's json-file log rotates in two files of half of it (default 16; 0 turns the cap off)."
     }
   }
 }`
@@ -120,6 +125,7 @@ type Config struct {
 	DefaultMemoryMB int64   `json:"default_memory_mb"`
 	TmpfsMB         int64   `json:"tmpfs_mb"`
 	ParallelOps     int     `json:"parallel_ops"`
+	LogMaxMB        int64   `json:"log_max_mb"`
 }
 
 // DefaultConfig is the configuration before Configure.
@@ -127,7 +133,7 @@ func DefaultConfig() Config {
 	return Config{StateDir: defaultStateDir(), Grace: config.Duration(5 * time.Second),
 		ReadyTimeout: config.Duration(60 * time.Second), BuildTimeout: config.Duration(10 * time.Minute),
 		Mode: ModeAuto, SubnetBase: "10.213.0.0/16", SubnetSize: 28, PidsLimit: 512,
-		DefaultCPU: 1, DefaultMemoryMB: 1024, TmpfsMB: 64, ParallelOps: 8}
+		DefaultCPU: 1, DefaultMemoryMB: 1024, TmpfsMB: 64, ParallelOps: 8, LogMaxMB: hostenv.DefaultLogMax >> 20}
 }
 
 func defaultStateDir() string {
@@ -144,6 +150,7 @@ type Plugin struct {
 
 	mu     sync.Mutex
 	cfg    Config
+	logs   sync.Once         // starts the watcher capping process envs' logs
 	procs  map[string]*proc  // sandboxes this process started, by id
 	docker *engine           // Docker mode under cfg
 	modes  map[string]string // the mode each env runs in, decided once
@@ -204,6 +211,8 @@ func (p *Plugin) Configure(ctx context.Context, raw json.RawMessage) error {
 		return fmt.Errorf("sandbox-local config: mode %q: use auto, docker or process", cfg.Mode)
 	case cfg.PidsLimit < 1 || cfg.DefaultCPU <= 0 || cfg.DefaultMemoryMB < 6 || cfg.TmpfsMB < 1 || cfg.ParallelOps < 1:
 		return fmt.Errorf("sandbox-local config: pids_limit, default_cpu, tmpfs_mb and parallel_ops must be positive and default_memory_mb at least 6 (Docker's floor)")
+	case cfg.LogMaxMB < 0:
+		return fmt.Errorf("sandbox-local config: log_max_mb %d: give the most an env's log may hold in MiB, or 0 for no cap", cfg.LogMaxMB)
 	}
 	pool, err := newSubnetPool(cfg.SubnetBase, cfg.SubnetSize)
 	if err != nil {
@@ -265,7 +274,12 @@ func (p *Plugin) envMode(ctx context.Context, spec sandbox.Spec) (string, error)
 		mode = prev
 	} else {
 		p.modes[key] = mode
-		p.log.Info("env mode", "env", spec.Env, "mode", mode, "image", spec.Image)
+		why, other := modeWhy(p.cfg.Mode, mode, spec)
+		args := []any{"env", spec.Env, "mode", mode, "image", spec.Image, "why", why}
+		if other != "" {
+			args = append(args, "other", other)
+		}
+		p.log.Info("env mode", args...)
 	}
 	p.mu.Unlock()
 	return mode, nil

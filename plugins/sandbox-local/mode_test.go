@@ -48,23 +48,46 @@ func TestModeWithoutEngine(t *testing.T) {
 	}
 }
 
-// With the engine answering, auto runs an env with an image in Docker,
-// and keeps an env's mode once decided.
+// With the engine answering, auto still runs an env that declares a
+// command as a process (the choice depends on env.toml alone), runs an
+// env with only an image in Docker, and keeps an env's mode once decided.
 func TestModeAutoWithEngine(t *testing.T) {
 	dockertest.Client(t)
 	p := newPlugin(t, t.TempDir(), map[string]any{"docker_host": ""})
 	both := sandbox.Spec{Env: "both", Image: "x:1", Command: []string{"./x"}}
-	if got, err := p.envMode(context.Background(), both); err != nil || got != ModeDocker {
-		t.Fatalf("auto with an engine: %q %v, want docker", got, err)
+	if got, err := p.envMode(context.Background(), both); err != nil || got != ModeProcess {
+		t.Fatalf("auto with an engine, env with a command and an image: %q %v, want process", got, err)
 	}
-	if got, _ := p.envMode(context.Background(), sandbox.Spec{Env: "cmd", Command: []string{"./x"}}); got != ModeProcess {
-		t.Fatalf("auto, no image: %q, want process", got)
+	imageOnly := sandbox.Spec{Env: "img", Image: "x:1"}
+	if got, err := p.envMode(context.Background(), imageOnly); err != nil || got != ModeDocker {
+		t.Fatalf("auto with an engine, image only: %q %v, want docker", got, err)
 	}
 	// The engine going away later does not move a decided env.
 	p.engine().mu.Lock()
 	p.engine().host = "unix:///nonexistent"
 	p.engine().mu.Unlock()
-	if got, _ := p.envMode(context.Background(), both); got != ModeDocker {
+	if got, _ := p.envMode(context.Background(), imageOnly); got != ModeDocker {
 		t.Fatalf("a decided env changed mode: %q", got)
+	}
+}
+
+// Each env's mode is logged once, with why and how to pick the other.
+func TestModeWhy(t *testing.T) {
+	both := sandbox.Spec{Env: "both", Image: "x:1", Command: []string{"./x"}}
+	tests := []struct {
+		cfg, mode  string
+		spec       sandbox.Spec
+		why, other string
+	}{
+		{ModeAuto, ModeProcess, both, "declares a command as a plain process", "mode=docker runs it in a container of x:1"},
+		{ModeAuto, ModeProcess, sandbox.Spec{Env: "cmd", Command: []string{"./x"}}, "declares a command", ""},
+		{ModeAuto, ModeDocker, sandbox.Spec{Env: "img", Image: "x:1"}, "only an image in a container", "give the env a command"},
+		{ModeDocker, ModeDocker, both, "mode docker is set", "mode=auto"},
+	}
+	for _, tc := range tests {
+		why, other := modeWhy(tc.cfg, tc.mode, tc.spec)
+		if !strings.Contains(why, tc.why) || !strings.Contains(other, tc.other) || (tc.other == "") != (other == "") {
+			t.Errorf("modeWhy(%s, %s, %s) = %q, %q; want %q, %q", tc.cfg, tc.mode, tc.spec.Env, why, other, tc.why, tc.other)
+		}
 	}
 }

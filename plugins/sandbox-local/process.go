@@ -120,8 +120,9 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 	var logf *os.File
 	err = errors.Join(os.Mkdir(root, 0o700), os.Mkdir(work, 0o700), os.Mkdir(tmp, 0o700))
 	if err == nil {
-		logf, err = os.Create(logPath)
+		logf, err = hostenv.OpenLog(logPath)
 	}
+	p.watchLogs()
 	if err != nil {
 		return abandon(fmt.Errorf("preparing %s: %w", root, err))
 	}
@@ -165,6 +166,17 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 	}
 	p.log.Info("deployed", "id", id, "env", spec.Env, "pid", pid, "endpoint", st.Endpoint, "listening_after", time.Since(began).String())
 	return st.sandbox(), false, nil
+}
+
+// watchLogs starts, once per plugin process, the watcher that keeps every
+// process env's log under log_max_mb: its own envs' and those of earlier
+// plugin processes, which run on after them.
+func (p *Plugin) watchLogs() {
+	p.logs.Do(func() {
+		glob := filepath.Join(os.TempDir(), rootPrefix+"*", envLog)
+		go hostenv.WatchLogs(context.Background(), func() string { return glob },
+			func() int64 { return p.config().LogMaxMB << 20 }, p.log)
+	})
 }
 
 // stopGroup stops a sandbox's process group: SIGTERM, then SIGKILL after

@@ -153,6 +153,18 @@ func (f FirstParty) SourceDir() string {
 	return "./" + strings.TrimPrefix(f.Command(), modulePrefix)
 }
 
+// CanonicalName is the one resolution of plugin names: the canonical name
+// of the kind's first-party plugin that name is an alias of (qwen3coder and
+// qwen3-coder are toolformat qwen3_coder), or name itself.
+func CanonicalName(kind sdk.Kind, name string) string {
+	for _, f := range firstParty {
+		if f.Kind == kind && slices.Contains(f.Aliases, name) {
+			return f.Name
+		}
+	}
+	return name
+}
+
 // FirstParties lists every first-party plugin, sorted by kind and name.
 func FirstParties() []FirstParty {
 	out := make([]FirstParty, len(firstParty))

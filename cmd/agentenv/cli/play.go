@@ -45,7 +45,7 @@ URL is the server's base URL (http://127.0.0.1:8200) or its /ws URL.`,
 		Example: `  agentenv play http://127.0.0.1:8200 --task day/eval-001
   printf '<tool_call>\n{"name": "submit_schedule", "arguments": {"schedule": [0]}}\n</tool_call>\n.\ndone\n' |
     agentenv play http://127.0.0.1:8200 --split eval --index 0`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("the agentenv server's URL", "agentenv play http://127.0.0.1:8200 --task day/eval-001"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (o.task == "") == (o.split == "") {
 				return errors.New("give --task ID, or --split NAME with --index N")
@@ -71,12 +71,30 @@ URL is the server's base URL (http://127.0.0.1:8200) or its /ws URL.`,
 // runPlay plays one episode against the server at base, with the token
 // read from $o.tokenVar (token), replies from in and the transcript to out.
 func runPlay(ctx context.Context, base string, o playOptions, token string, in io.Reader, out io.Writer) error {
-	c, err := client.New(base, client.Options{Token: token})
+	note := waitingNote(out)
+	c, err := client.New(base, client.Options{Token: token, OnRetry: func(err error, _ time.Duration) {
+		var e *client.Error
+		if errors.As(err, &e) && e.Code == client.CodePreparing {
+			note(e.Message)
+		}
+	}})
 	if err != nil {
 		return err
 	}
 	// No deadline: a server that is down or busy is reported at once, not
-	// waited for; only the reset queues, for --wait.
+	// waited for; only the reset queues, for --wait. A server that still
+	// builds its envs is waited for, as long as --wait.
+	if err := c.Health(ctx); errors.Is(err, client.CodePreparing) {
+		var e *client.Error
+		errors.As(err, &e)
+		note(e.Message)
+		wctx, cancel := context.WithTimeout(ctx, max(o.wait, time.Second))
+		err = c.Health(wctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("the server at %s was still preparing after --wait %s: %w", c.BaseURL(), o.wait, err)
+		}
+	}
 	sess, err := c.Connect(ctx)
 	if err != nil {
 		return explainConnect(c, o, token, err)

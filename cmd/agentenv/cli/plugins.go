@@ -108,7 +108,7 @@ Schema its configuration must satisfy. NAME is <kind>-<name> (reward-mean),
 (qwen3coder for qwen3_coder) names the plugin too. It exits 1 if the plugin
 is not found or does not work.`,
 		Example: "  agentenv plugins inspect reward-mean\n  agentenv plugins inspect local --json",
-		Args:    cobra.ExactArgs(1),
+		Args:    oneArg("the plugin's name", "agentenv plugins inspect reward-mean"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h, err := pluginhost.New(pluginHostOptions(cliLogger(hclog.Warn)))
 			if err != nil {

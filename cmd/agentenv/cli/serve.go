@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"sort"
 	"syscall"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/agentenv/agentenv/core/bundle"
 	"github.com/agentenv/agentenv/core/episode"
 	"github.com/agentenv/agentenv/core/pluginhost"
 	"github.com/agentenv/agentenv/core/runtime"
@@ -77,6 +79,7 @@ Flags override the [serve] table of --config. See docs/serving.md.`,
 	f.StringVar(&configFile, "config", "", "TOML file whose [serve] table sets any of these flags")
 	f.BoolVar(&o.LogJSON, "log-json", o.LogJSON, "log JSON lines instead of text")
 	f.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: trace, debug, info, warn, error")
+	f.BoolVar(&o.ErrorDetail, "error-detail", o.ErrorDetail, "send clients the full detail of DEPLOY_FAILED (server paths, env command lines and output, which may print secrets); for a server only you use. Without it clients get the env and a short cause, and the log the detail")
 	o.Limits.addFlags(f)
 	return cmd
 }
@@ -133,37 +136,27 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 	defer ln.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	metrics := server.NewMetrics()
 	rt, err := runtime.Open(ctx, dir, runtime.Options{
 		Sandbox: o.Sandbox, SandboxConfig: sandboxCfg, Reward: o.Reward, ToolFormat: o.ToolFormat,
 		ServerID: serverID, Logger: log, Plugins: pluginhost.Options{ReloadOnSIGHUP: true},
 		Tune: func(c *episode.Config) { c.Limits = o.Limits.episodeLimits() },
-		Warm: o.Warm, WarmLimit: o.MaxConcurrentEnvs,
+		Warm: o.Warm, WarmLimit: o.MaxConcurrentEnvs, Observer: metrics,
 	})
 	if err != nil {
 		return sandboxConfigHint(err, o.SandboxConfig)
-	}
-	// Build the envs now, so the first resets do not wait on a compiler.
-	prepCtx, prepCancel := context.WithCancel(context.Background())
-	defer prepCancel()
-	prepared := make(chan error, 1)
-	go func() { prepared <- rt.Prepare(prepCtx) }()
-	select {
-	case err := <-prepared:
-		if err != nil {
-			return errors.Join(err, rt.Close(context.Background()))
-		}
-	case sig := <-sigs:
-		prepCancel()
-		<-prepared
-		log.Info("stopped before serving", "signal", sig.String())
-		return rt.Close(context.Background())
 	}
 	b := rt.Bundle
 	info, err := server.BundleInfo(b, version)
 	if err != nil {
 		return errors.Join(err, rt.Close(context.Background()))
 	}
+	// The server listens while the envs build (minutes on a cold machine):
+	// /health says "preparing" and everything else PREPARING until then.
+	ready := server.NewReadiness(rt.Engine.EnvNames())
+	metrics.Prime(sandboxLabel(o.Sandbox), envNames(b))
 	srv, err := server.New(server.Options{
+		Metrics:           metrics,
 		Player:            rt.Engine,
 		Catalog:           server.NewBundleCatalog(b),
 		Info:              info,
@@ -173,7 +166,9 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 		Logger:            log.Named("server"),
 		PluginRestarts:    func() float64 { return float64(rt.Restarts()) },
 		HTTP:              o.Limits.httpLimits(),
+		ErrorDetail:       o.ErrorDetail,
 		MaxQueuedFrames:   o.Limits.MaxQueuedMessages,
+		Readiness:         ready,
 	})
 	if err != nil {
 		return errors.Join(err, rt.Close(context.Background()))
@@ -182,11 +177,39 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 	if o.TokenVar == "" && !isLoopback(ln.Addr()) {
 		log.Warn("serving on a non-loopback address without a token: anyone who can reach it can run episodes; set --token-var", "addr", ln.Addr().String())
 	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	stopNow := func(cause error) error {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		return errors.Join(cause, srv.Shutdown(ctx), rt.Close(ctx))
+	}
+	log.Info("listening; preparing the envs before serving episodes (/health answers 503 \"preparing\" until then)",
+		"url", "http://"+ln.Addr().String(), "envs", len(b.Envs))
+	// Build the envs now, so the first resets do not wait on a compiler.
+	prepCtx, prepCancel := context.WithCancel(context.Background())
+	defer prepCancel()
+	prepared := make(chan error, 1)
+	go func() { prepared <- rt.Prepare(prepCtx, ready) }()
+	select {
+	case err := <-prepared:
+		if err != nil {
+			return stopNow(err)
+		}
+		ready.Ready()
+	case err := <-served:
+		prepCancel()
+		<-prepared
+		return stopNow(err)
+	case sig := <-sigs:
+		prepCancel()
+		<-prepared
+		log.Info("stopped before serving", "signal", sig.String())
+		return stopNow(nil)
+	}
 	log.Info("serving", "bundle", b.Name, "tasks", len(b.Tasks), "url", "http://"+ln.Addr().String(),
 		"sandbox", o.Sandbox, "max_concurrent_envs", o.MaxConcurrentEnvs, "warm", o.Warm, "token", o.TokenVar != "", "server_id", serverID)
 
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
 	select {
 	case err := <-served:
 		// The listener failed under us: still tear down what is live.
@@ -222,6 +245,24 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 		os.Exit(1)
 		return nil
 	}
+}
+
+// sandboxLabel is the sandbox's name as metrics label it.
+func sandboxLabel(name string) string {
+	if name == "" {
+		return runtime.DefaultSandbox
+	}
+	return name
+}
+
+// envNames lists the bundle's envs, sorted.
+func envNames(b *bundle.Bundle) []string {
+	names := make([]string, 0, len(b.Envs))
+	for n := range b.Envs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func isLoopback(a net.Addr) bool {

@@ -28,6 +28,9 @@ type serveOptions struct {
 	LogLevel          string
 	Limits            serveLimits
 	Warm              int
+	// ErrorDetail sends clients DEPLOY_FAILED's full detail (server
+	// paths, env output); for a server only its operator uses.
+	ErrorDetail bool
 }
 
 func defaultServeOptions() serveOptions {
@@ -56,6 +59,7 @@ type serveFile struct {
 		LogJSON           *bool          `toml:"log_json"`
 		LogLevel          *string        `toml:"log_level"`
 		Warm              *int           `toml:"warm"`
+		ErrorDetail       *bool          `toml:"error_detail"`
 	} `toml:"serve"`
 }
 
@@ -74,7 +78,7 @@ func readServeConfig(path string) (serveOptions, error) {
 	}
 	serveTable, _ := top["serve"].(map[string]any)
 	known := map[string]bool{"addr": true, "sandbox": true, "sandbox_config": true, "reward": true, "tool_format": true,
-		"max_concurrent_envs": true, "token_var": true, "idle_timeout": true, "log_json": true, "log_level": true, "warm": true}
+		"max_concurrent_envs": true, "token_var": true, "idle_timeout": true, "log_json": true, "log_level": true, "warm": true, "error_detail": true}
 	for k := range serveTable {
 		if !known[k] && !isLimitKey(k) {
 			return o, fmt.Errorf("--config %s: [serve] has unknown key %q", path, k)
@@ -102,6 +106,9 @@ func readServeConfig(path string) (serveOptions, error) {
 	}
 	if s.LogJSON != nil {
 		o.LogJSON = *s.LogJSON
+	}
+	if s.ErrorDetail != nil {
+		o.ErrorDetail = *s.ErrorDetail
 	}
 	if err := o.Limits.readTable(serveTable); err != nil {
 		return o, fmt.Errorf("--config %s: %w", path, err)
@@ -142,6 +149,7 @@ func mergeServeOptions(file, flags serveOptions, changed func(string) bool) serv
 		"log-json":            func() { o.LogJSON = flags.LogJSON },
 		"log-level":           func() { o.LogLevel = flags.LogLevel },
 		"warm":                func() { o.Warm = flags.Warm },
+		"error-detail":        func() { o.ErrorDetail = flags.ErrorDetail },
 	}
 	for name, apply := range pick {
 		if changed(name) {

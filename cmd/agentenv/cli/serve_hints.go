@@ -15,13 +15,18 @@ func listenError(addr string, err error) error {
 	if !errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	next := "127.0.0.1:8201"
-	if host, port, serr := net.SplitHostPort(addr); serr == nil {
-		if p, perr := strconv.Atoi(port); perr == nil && p > 0 && p < 65535 {
-			next = net.JoinHostPort(host, strconv.Itoa(p+1))
-		}
+	host := "127.0.0.1"
+	if h, _, serr := net.SplitHostPort(addr); serr == nil {
+		host = h
 	}
-	return fmt.Errorf("listen on %s: another process (another agentenv serve?) listens there; stop it, or choose another with --addr, e.g. --addr %s: %w", addr, next, err)
+	hint := "--addr " + net.JoinHostPort(host, "0") + " (any free port; the log prints the one taken)"
+	// A port free now, on the same host: the suggestion must not be taken too.
+	if ln, lerr := net.Listen("tcp", net.JoinHostPort(host, "0")); lerr == nil {
+		free := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		hint = "--addr " + net.JoinHostPort(host, strconv.Itoa(free)) + " (free just now), or " + hint
+	}
+	return fmt.Errorf("listen on %s: another process (another agentenv serve?) listens there; stop it, or choose another address, e.g. %s: %w", addr, hint, err)
 }
 
 // numberWantString finds a config error at a field given a number where

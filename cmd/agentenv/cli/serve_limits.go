@@ -18,23 +18,28 @@ type serveLimits struct {
 	MaxReplyErrors    int
 	MaxCallsPerReply  int
 	MaxArgumentValues int
-	HTTPReadTimeout   time.Duration
-	HTTPWriteTimeout  time.Duration
-	HTTPIdleTimeout   time.Duration
-	MaxConnections    int
-	MaxQueuedMessages int
+	// What an env's tool results may cost: per call, and per reply.
+	MaxResultBytes      int
+	MaxReplyResultBytes int
+	HTTPReadTimeout     time.Duration
+	HTTPWriteTimeout    time.Duration
+	HTTPIdleTimeout     time.Duration
+	MaxConnections      int
+	MaxQueuedMessages   int
 }
 
 func defaultServeLimits() serveLimits {
 	return serveLimits{
-		MaxReplyErrors:    episode.DefaultMaxReplyErrors,
-		MaxCallsPerReply:  episode.DefaultMaxCallsPerReply,
-		MaxArgumentValues: episode.DefaultMaxArgumentValues,
-		HTTPReadTimeout:   server.DefaultHTTPReadTimeout,
-		HTTPWriteTimeout:  server.DefaultHTTPWriteTimeout,
-		HTTPIdleTimeout:   server.DefaultHTTPIdleTimeout,
-		MaxConnections:    server.DefaultMaxConnections,
-		MaxQueuedMessages: server.DefaultMaxQueuedFrames,
+		MaxReplyErrors:      episode.DefaultMaxReplyErrors,
+		MaxCallsPerReply:    episode.DefaultMaxCallsPerReply,
+		MaxArgumentValues:   episode.DefaultMaxArgumentValues,
+		MaxResultBytes:      episode.DefaultMaxResultBytes,
+		MaxReplyResultBytes: episode.DefaultMaxReplyResultBytes,
+		HTTPReadTimeout:     server.DefaultHTTPReadTimeout,
+		HTTPWriteTimeout:    server.DefaultHTTPWriteTimeout,
+		HTTPIdleTimeout:     server.DefaultHTTPIdleTimeout,
+		MaxConnections:      server.DefaultMaxConnections,
+		MaxQueuedMessages:   server.DefaultMaxQueuedFrames,
 	}
 }
 
@@ -54,6 +59,8 @@ func (l *serveLimits) settings() []limitSetting {
 		{flag: "max-reply-errors", n: &l.MaxReplyErrors, help: "error messages one model reply gets back at most; the rest are counted in one line"},
 		{flag: "max-calls-per-reply", n: &l.MaxCallsPerReply, help: "tool calls run for one model reply at most; later ones are answered \"not run\""},
 		{flag: "max-argument-values", n: &l.MaxArgumentValues, help: "JSON values (keys included) one tool call's arguments may hold; larger calls are refused unread"},
+		{flag: "max-result-bytes", n: &l.MaxResultBytes, help: "bytes of one tool call's result read from the env at most; the rest is dropped unread and the model told its result was cut"},
+		{flag: "max-reply-result-bytes", n: &l.MaxReplyResultBytes, help: fmt.Sprintf("bytes of tool results (as sent) answering one model reply at most, together; at most %d (48 MiB), so an observation fits a client's 64 MiB frame", episode.MaxReplyResultBytesCap)},
 		{flag: "http-read-timeout", d: &l.HTTPReadTimeout, help: "longest time to read one HTTP request, headers and body"},
 		{flag: "http-write-timeout", d: &l.HTTPWriteTimeout, help: "longest time to handle one HTTP request and write its response"},
 		{flag: "http-idle-timeout", d: &l.HTTPIdleTimeout, help: "close a kept-alive HTTP connection after this long without a request"},
@@ -133,15 +140,20 @@ func (l *serveLimits) check() error {
 			return fmt.Errorf("--%s must be more than 0, got %s", s.flag, *s.d)
 		}
 	}
+	if l.MaxReplyResultBytes > episode.MaxReplyResultBytesCap {
+		return fmt.Errorf("--max-reply-result-bytes %d: at most %d (48 MiB), so an observation fits the SkyRL client's 64 MiB frame", l.MaxReplyResultBytes, episode.MaxReplyResultBytesCap)
+	}
 	return nil
 }
 
 // episodeLimits are the limits the episode engine applies.
 func (l serveLimits) episodeLimits() episode.Limits {
 	return episode.Limits{
-		MaxReplyErrors:    l.MaxReplyErrors,
-		MaxCallsPerReply:  l.MaxCallsPerReply,
-		MaxArgumentValues: l.MaxArgumentValues,
+		MaxReplyErrors:      l.MaxReplyErrors,
+		MaxCallsPerReply:    l.MaxCallsPerReply,
+		MaxArgumentValues:   l.MaxArgumentValues,
+		MaxResultBytes:      int64(l.MaxResultBytes),
+		MaxReplyResultBytes: int64(l.MaxReplyResultBytes),
 	}
 }
 

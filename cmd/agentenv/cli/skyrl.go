@@ -50,7 +50,7 @@ them), before any file is written. See docs/training-skyrl.md.`,
 		Example: `  agentenv skyrl rows http://127.0.0.1:8200 data \
     --tokenizer Qwen/Qwen3-4B --max-prompt-length 3072 \
     --chat-template-kwargs '{"enable_thinking": false}'`,
-		Args: cobra.ExactArgs(2),
+		Args: nArgs(2, "the agentenv server's URL and the folder to write the rows to", "agentenv skyrl rows http://127.0.0.1:8200 data --tokenizer Qwen/Qwen3-4B --max-prompt-length 3072"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if ctx == nil {
@@ -69,8 +69,7 @@ them), before any file is written. See docs/training-skyrl.md.`,
 	f.IntVar(&o.resetTimeout, "reset-timeout", 600, "seconds after a rollout's start past which no new attempt starts")
 	f.StringSliceVar(&o.splits, "splits", nil, "splits to write, comma-separated (default: every split the server has)")
 	f.StringVar(&o.dataSource, "data-source", "", "the rows' data_source, which SkyRL groups eval metrics by (default: the bundle's name)")
-	rows.MarkFlagRequired("tokenizer")
-	rows.MarkFlagRequired("max-prompt-length")
+	markRequired(rows, "tokenizer", "max-prompt-length")
 	group.AddCommand(rows)
 	return group
 }
@@ -98,10 +97,12 @@ func runSkyrlRows(ctx context.Context, url, outDir string, o skyrlRowsOptions, t
 	if err != nil {
 		return fmt.Errorf("--tokenizer %s: %w", o.tokenizer, err)
 	}
+	defer tmpl.Close() // its worker processes
 	cat, err := skyrl.NewHTTPCatalog(url, token)
 	if err != nil {
 		return err
 	}
+	cat.OnPreparing = waitingNote(stderr)
 	if o.dataSource == "" {
 		if o.dataSource, err = cat.BundleName(ctx); err != nil {
 			return explainServerError(err, o.tokenVar, token != "")

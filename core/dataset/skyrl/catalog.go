@@ -53,12 +53,28 @@ var ErrUnauthorized = errors.New("the server refused the token")
 // its tools.
 var ErrDeploy = errors.New("the server could not deploy the toolset's env")
 
-// HTTPCatalog reads a catalogue over agentenv serve's HTTP endpoints.
+// HTTPCatalog reads a catalogue over agentenv serve's HTTP endpoints. A
+// server that still builds its envs (503 PREPARING) is waited out for as
+// long as the caller's context allows, each wait told to OnPreparing.
 type HTTPCatalog struct {
 	base   *url.URL
 	token  string
 	client *http.Client
+	// OnPreparing, when set, hears what the server still builds (its
+	// message) at the first PREPARING answer, when that changes, and every
+	// preparingNoteEvery while it lasts.
+	OnPreparing func(msg string)
+	// preparingPause is the wait between tries while the server prepares.
+	preparingPause time.Duration
 }
+
+// preparingNoteEvery is how often an unchanged "still preparing" is told.
+const preparingNoteEvery = 10 * time.Second
+
+// errPreparing is a 503 PREPARING: the server listens but builds its envs.
+type errPreparing struct{ msg string }
+
+func (e *errPreparing) Error() string { return e.msg }
 
 // NewHTTPCatalog reads the server at baseURL, sending token (if any) as
 // a Bearer token.
@@ -70,7 +86,7 @@ func NewHTTPCatalog(baseURL, token string) (*HTTPCatalog, error) {
 	base, _ := url.Parse(u)
 	// No client-wide timeout: listing a toolset's tools deploys an env
 	// (the server bounds that at 5 minutes); each call has its own.
-	return &HTTPCatalog{base: base, token: token, client: &http.Client{}}, nil
+	return &HTTPCatalog{base: base, token: token, client: &http.Client{}, preparingPause: 2 * time.Second}, nil
 }
 
 // ServerURL checks a server URL as the rows record it: http(s), no
@@ -139,6 +155,29 @@ func (c *HTTPCatalog) BundleName(ctx context.Context) (string, error) {
 }
 
 func (c *HTTPCatalog) get(ctx context.Context, path string, q url.Values, timeout time.Duration, v any) error {
+	var told string
+	var toldAt time.Time
+	for {
+		err := c.getOnce(ctx, path, q, timeout, v)
+		var prep *errPreparing
+		if !errors.As(err, &prep) {
+			return err
+		}
+		if c.OnPreparing != nil && (prep.msg != told || time.Since(toldAt) >= preparingNoteEvery) {
+			c.OnPreparing(prep.msg)
+			told, toldAt = prep.msg, time.Now()
+		}
+		t := time.NewTimer(c.preparingPause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("GET %s: gave up waiting for the server to finish preparing (%w): %s", path, ctx.Err(), prep.msg)
+		case <-t.C:
+		}
+	}
+}
+
+func (c *HTTPCatalog) getOnce(ctx context.Context, path string, q url.Values, timeout time.Duration, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	// path is escaped already; the base keeps any prefix the URL has.
@@ -178,6 +217,8 @@ func (c *HTTPCatalog) get(ctx context.Context, path string, q url.Values, timeou
 			return fmt.Errorf("GET %s: %w", path, ErrUnauthorized)
 		case e.Code == "DEPLOY_FAILED":
 			return fmt.Errorf("%w: %s", ErrDeploy, detail)
+		case e.Code == "PREPARING":
+			return &errPreparing{msg: detail}
 		}
 		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, detail)
 	}

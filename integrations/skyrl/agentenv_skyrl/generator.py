@@ -63,7 +63,8 @@ class AgentEnvGeneration:
         metrics["attempts"] = attempt
         metrics["failed"] = 1 if failed else 0
         if failed:
-            log.warning("agentenv: %s failed on all %d attempts; its group is left out of training", row.where(), attempt)
+            # The group's one warning is mask_failed's.
+            log.debug("agentenv: %s failed on all %d attempts", row.where(), attempt)
         # The whole rollout's time, every attempt's included.
         output.e2e_time = time.monotonic() - began
         if splits is not None and getattr(output, "time_splits", None) is not None:
@@ -78,8 +79,9 @@ class AgentEnvGeneration:
 
 def mask_failed(output: Dict[str, Any], input_batch: Dict[str, Any]) -> int:
     """Leaves out of training every group holding a rollout that failed every
-    attempt (loss masks and rewards zeroed); in an eval, scores such a
-    rollout 0. Returns the number of groups left out."""
+    attempt (loss masks and rewards zeroed), with one warning per group, and
+    computes the token metrics over the rollouts trained on; in an eval,
+    scores such a rollout 0. Returns the number of groups left out."""
     env_metrics = output.get("env_metrics")
     if not env_metrics:
         return 0
@@ -89,21 +91,68 @@ def mask_failed(output: Dict[str, Any], input_batch: Dict[str, Any]) -> int:
     if not failed:
         return 0
     metadata = input_batch.get("batch_metadata")
-    if getattr(metadata, "training_phase", "train") == "eval":
+    groups = _groups(output, input_batch)
+    eval_phase = getattr(metadata, "training_phase", "train") == "eval"
+    by_group: Dict[Any, List[int]] = {}
+    for i in failed:
+        by_group.setdefault(groups[i], []).append(i)
+    for group, rows in by_group.items():
+        log.warning("agentenv: %s of group %s failed on every attempt (%s); %s", _count(len(rows), "rollout"), group,
+                    _where(input_batch, rows), "scored 0 in this eval" if eval_phase else "the group is left out of training")
+    if eval_phase:
         for i in failed:
             output["rewards"][i] = _zeros(output["rewards"][i])
         return 0
-    groups = _groups(output, input_batch)
-    left_out = {groups[i] for i in failed}
+    left_out = set(by_group)
     for i, group in enumerate(groups):
         if group in left_out:
             output["loss_masks"][i] = [0] * len(output["loss_masks"][i])
             output["rewards"][i] = _zeros(output["rewards"][i])
     metrics = output.get("rollout_metrics")
     if metrics is not None:
+        # SkyRL computed the token metrics before the masking: compute them
+        # again over what is trained, as Harbor's generator does.
+        set_trained_metrics(metrics, output, [i for i, g in enumerate(groups) if g not in left_out])
         # Named as Harbor names it; summed where SkyRL joins groups' metrics.
         metrics["generate/num_masked_instances"] = len(left_out)
     return len(left_out)
+
+
+def set_trained_metrics(metrics: Dict[str, Any], output: Dict[str, Any], kept: List[int]) -> None:
+    """Sets in `metrics` SkyRL's token and reward metrics (generate/*_num_tokens,
+    *_assistant_tokens, tokens_per_turn_*, avg_tokens_(non_)zero_rewards)
+    computed over the rows `kept` of `output` only; with none kept, drops them."""
+    from skyrl.train.generators.utils import get_rollout_metrics
+
+    # The keys get_rollout_metrics derives from responses, rewards and masks.
+    stale = [k for k in metrics if k.startswith("generate/") and "tokens" in k]
+    for k in stale:
+        del metrics[k]
+    if not kept:
+        return
+    fresh = get_rollout_metrics(
+        [output["response_ids"][i] for i in kept],
+        [output["rewards"][i] for i in kept],
+        loss_masks=[output["loss_masks"][i] for i in kept],
+    )
+    metrics.update({k: v for k, v in fresh.items() if k.startswith("generate/") and "tokens" in k})
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
+
+
+def _where(input_batch: Dict[str, Any], rows: List[int]) -> str:
+    extras = input_batch.get("env_extras") or []
+    seen: List[str] = []
+    for i in rows:
+        try:
+            w = Row.from_extras(extras[i]).where()
+        except Exception:  # a row we cannot read is named by its place
+            w = f"row {i}"
+        if w not in seen:
+            seen.append(w)
+    return ", ".join(seen)
 
 
 def _groups(output: Dict[str, Any], input_batch: Dict[str, Any]) -> List[Any]:

@@ -31,8 +31,11 @@ except ImportError:  # websockets 10.4 to 12: the legacy client, same behaviour
     _HEADERS = "extra_headers"
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-# Replies can hold a whole prompt and its tools; the server takes frames up
-# to 16 MiB.
+# The largest frame the server sends: an observation holds at most 48 MiB of
+# tool results (--max-reply-result-bytes, default 16 MiB) plus the prompt
+# and errors, so it stays under this (Go: episode.ClientFrameLimit; a test
+# keeps the two equal). A frame past it would end the session with close
+# code 1006 on every replay alike.
 _MAX_FRAME = 64 << 20
 # Pause between tries to reach a server that is down or draining.
 _BACKOFF_FIRST, _BACKOFF_MAX = 0.25, 2.0
@@ -202,7 +205,10 @@ class Session:
                 ) from None
             if status is not None and 400 <= status < 500 and status not in (408, 429):
                 raise AgentEnvError(f"{self.url} refused the session with HTTP {status}: is it an agentenv server?") from None
-            raise _Unreachable(f"opening the session: {type(e).__name__}: HTTP {status}" if status else f"opening the session: {e}") from None
+            if status is None:
+                raise _Unreachable(f"opening the session: {e}") from None
+            detail = _detail(e)  # a 503 PREPARING says what the server still builds
+            raise _Unreachable(f"opening the session: {type(e).__name__}: HTTP {status}" + (f": {detail}" if detail else "")) from None
         except (OSError, asyncio.TimeoutError) as e:
             raise _Unreachable(f"opening the session: {type(e).__name__}: {e}") from None
 
@@ -241,6 +247,19 @@ def _status(e: Exception) -> Optional[int]:
     if status is None:
         status = getattr(getattr(e, "response", None), "status_code", None)
     return status
+
+
+def _detail(e: Exception) -> str:
+    """The `detail` of an agentenv error body on a refused upgrade (the new
+    websockets client keeps the body; the legacy one does not)."""
+    body = getattr(getattr(e, "response", None), "body", None)
+    if not body:
+        return ""
+    try:
+        detail = json.loads(body).get("detail", "")
+    except (TypeError, ValueError, AttributeError):
+        return ""
+    return str(detail)[:300]
 
 
 def _closed(e: ConnectionClosed) -> str:

@@ -92,15 +92,44 @@ def experiment(cfg):
                 policy_model_name=resolve_policy_model_name(cfg),
             )
 
-        # SkyRL passes every argument by name (cfg, tracker, tokenizer, ..., colocate_pg).
-        def get_trainer(self, cfg, **kwargs):
+        def get_trainer(self, cfg, tracker, tokenizer, train_dataset, eval_dataset, inference_engine_client, generator, colocate_pg):
+            args = dict(cfg=cfg, tracker=tracker, tokenizer=tokenizer, train_dataset=train_dataset, eval_dataset=eval_dataset,
+                        inference_engine_client=inference_engine_client, generator=generator, colocate_pg=colocate_pg)
             if not fully_async(cfg):
-                return super().get_trainer(cfg=cfg, **kwargs)
-            from skyrl.train.fully_async_trainer import FullyAsyncRayPPOTrainer
-
-            return FullyAsyncRayPPOTrainer(cfg=cfg, **kwargs)
+                return super().get_trainer(**args)
+            return fully_async_trainer_class()(**args)
 
     return AgentEnvExp(cfg)
+
+
+def fully_async_trainer_class() -> type:
+    """SkyRL's fully async trainer, with the token metrics of each step's
+    join computed over the groups trained on: SkyRL's join computes them
+    again over every row, the rows of groups AgentEnvGenerator left out
+    included, which the sync trainer (mask_failed) leaves out."""
+    from skyrl.train.fully_async_trainer import FullyAsyncRayPPOTrainer
+
+    from .generator import set_trained_metrics
+
+    class AgentEnvFullyAsyncTrainer(FullyAsyncRayPPOTrainer):
+        def convert_generation_group_mini_batch_to_training_input(self, cur_generation_group_mini_batch, dropped_groups=None):
+            batch = super().convert_generation_group_mini_batch_to_training_input(cur_generation_group_mini_batch, dropped_groups)
+            # The groups whose rows SkyRL's headline metrics cover, as it picks them.
+            groups = list(cur_generation_group_mini_batch) + list(dropped_groups or [])
+            joined: Dict[str, list] = {"response_ids": [], "rewards": [], "loss_masks": []}
+            kept: List[int] = []
+            for g in groups:
+                out = g.generator_output
+                left_out = (out.get("rollout_metrics") or {}).get("generate/num_masked_instances", 0) > 0
+                for key in joined:
+                    joined[key].extend(out[key])
+                if not left_out:
+                    kept.extend(range(len(joined["response_ids"]) - len(out["response_ids"]), len(joined["response_ids"])))
+            if len(kept) < len(joined["response_ids"]):
+                set_trained_metrics(self.all_metrics, joined, kept)
+            return batch
+
+    return AgentEnvFullyAsyncTrainer
 
 
 def fully_async(cfg) -> bool:

@@ -56,7 +56,7 @@ def test_train_runs_the_env_in_the_ray_task(rows_files, monkeypatch, fully_async
         seen["registered"] = "agentenv" in skyrl_gym.registry
         seen["token"] = os.environ.get(TOKEN_VAR) == TOKEN
         seen["generator"] = type(trainer.generator).__name__
-        seen["trainer"] = type(trainer).__name__
+        seen["trainer"] = [c.__name__ for c in type(trainer).__mro__ if c.__name__.endswith("RayPPOTrainer")][0]
         out = asyncio.run(trainer.generator.generate(batch(rows["train"], n_samples=2)))
         seen["rewards"] = [sum(r) for r in out["rewards"]]
 
@@ -73,6 +73,15 @@ def test_train_runs_the_env_in_the_ray_task(rows_files, monkeypatch, fully_async
         "rewards": [0.2] * 4,
     }
     assert ray.INITIALIZED  # SkyRL's initialize_ray ran before the task
+
+
+def test_get_trainer_matches_the_base_signature(rows_files):
+    import inspect
+
+    paths, _ = rows_files
+    cfg = SimpleNamespace(generator=SimpleNamespace(), trainer=SimpleNamespace())
+    ours = inspect.signature(type(train.experiment(cfg)).get_trainer)
+    assert list(ours.parameters) == list(inspect.signature(main_base.BasePPOExp.get_trainer).parameters)
 
 
 def test_train_refuses_an_unset_token_variable(rows_files, monkeypatch):

@@ -1,0 +1,34 @@
+package cli
+
+import (
+	"net"
+	"regexp"
+	"strconv"
+	"testing"
+)
+
+// The port-in-use hint suggests a port that is free, on the same host, and
+// :0; never the busy port's neighbour, which may be busy too.
+func TestListenErrorSuggestsAFreePort(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	// The neighbour is taken too, as in the report that asked for this.
+	next, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(busy.Addr().(*net.TCPAddr).Port+1)))
+	if err == nil {
+		defer next.Close()
+	}
+	_, lerr := net.Listen("tcp", busy.Addr().String())
+	msg := listenError(busy.Addr().String(), lerr).Error()
+	m := regexp.MustCompile(`e\.g\. --addr 127\.0\.0\.1:(\d+) \(free just now\), or --addr 127\.0\.0\.1:0 `).FindStringSubmatch(msg)
+	if m == nil {
+		t.Fatalf("hint: %s", msg)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:"+m[1])
+	if err != nil {
+		t.Fatalf("the suggested port %s is not free: %v (%s)", m[1], err, msg)
+	}
+	ln.Close()
+}

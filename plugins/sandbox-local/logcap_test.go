@@ -1,0 +1,78 @@
+package local
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/agentenv/agentenv/plugins/sandbox-local/dockertest"
+)
+
+// A process env flooding its output keeps its log under log_max_mb while
+// it writes, and the log keeps its end (for error reports).
+func TestProcessEnvLogIsCapped(t *testing.T) {
+	const flood = 256 << 20
+	p := newPlugin(t, t.TempDir(), map[string]any{"log_max_mb": 1})
+	spec := testSpec()
+	// The flood runs beside the env, into the same output.
+	spec.Command = []string{"sh", "-c", `(yes 'a line of env output' | head -c 268435456; echo LAST-LINE) & exec "$0"`, testenvBin}
+	sb := deploy(t, p, spec)
+	path := filepath.Join(os.TempDir(), rootPrefix+sb.ID, envLog)
+	var biggest int64
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		biggest = max(biggest, int64(len(data)))
+		if strings.Contains(string(data), "LAST-LINE") && len(data) <= 1<<20 {
+			if !strings.Contains(string(data), "bytes of this log were cut") {
+				t.Fatalf("the log ends the flood without saying it was cut: %.200q", data)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the flood's log holds %d bytes and no end yet", len(data))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if biggest > flood/2 {
+		t.Fatalf("the log reached %d MiB of a %d MiB flood", biggest>>20, flood>>20)
+	}
+}
+
+// A container's log rotates within log_max_mb (json-file, two files),
+// whatever the engine's default driver keeps.
+func TestDockerEnvLogIsCapped(t *testing.T) {
+	cli := dockertest.Client(t)
+	p := newDockerPlugin(t, map[string]any{"log_max_mb": 4})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	spec := dockerSpec(t, cli, "")
+	if err := p.Prepare(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := p.Deploy(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Terminate(context.Background(), sb)
+	h, ok := dockerHandleOf(sb)
+	if !ok || h.Container == "" {
+		t.Fatalf("no container in the handle %s", sb.State)
+	}
+	ins, err := cli.ContainerInspect(ctx, h.Container, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc := ins.Container.HostConfig.LogConfig
+	if lc.Type != "json-file" || lc.Config["max-size"] != "2048k" || lc.Config["max-file"] != "2" {
+		t.Fatalf("log config %+v, want json-file of two 2 MiB files", lc)
+	}
+}
