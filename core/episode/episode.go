@@ -297,7 +297,9 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 		res, err := o.env.client.CallLimited(ctx, c.Name, args, ep.e.cfg.ToolCallTimeout, max(rep.resultRoom(), 1))
 		ep.timed(PhaseTool, o.env.name, callStart)
 		if err != nil {
-			return &Error{Code: CodeExecution, Err: fmt.Errorf("env %q: %w", o.env.name, err), Cause: causeOf(err, CauseEnvCrashed)}
+			// The sandbox id names where the env ran (a pod, a container) so
+			// an env that died mid-episode can be looked up.
+			return &Error{Code: CodeExecution, Err: fmt.Errorf("env %q (sandbox %s): %w", o.env.name, o.env.sb.ID, err), Cause: causeOf(err, CauseEnvCrashed)}
 		}
 		prefix := ""
 		if res.IsError {

@@ -30,8 +30,10 @@ const DefaultSandbox = "local"
 // PluginEnv names the host environment variables first-party plugins get
 // besides those every plugin gets (pluginhost.Options.PluginEnv adds to
 // it): the ECS sandbox's AWS SDK reads its region, credentials, profile and
-// endpoints from AWS_* variables.
-var PluginEnv = map[string][]string{"sandbox-ecs": {"AWS_*"}}
+// endpoints from AWS_* variables; the Kubernetes sandbox finds its
+// kubeconfig in KUBECONFIG, and its API server in a pod through
+// KUBERNETES_SERVICE_HOST and _PORT.
+var PluginEnv = map[string][]string{"sandbox-ecs": {"AWS_*"}, "sandbox-k8s": {"KUBECONFIG", "KUBERNETES_SERVICE_*"}}
 
 // startTimeout bounds starting one plugin (and reaping) at Open.
 const startTimeout = 2 * time.Minute
