@@ -86,7 +86,9 @@ func testBundle(t *testing.T, envExtra ...string) string {
 	return dir
 }
 
-func openRuntime(t *testing.T, envExtra ...string) *Runtime { return openRuntimeWith(t, nil, envExtra...) }
+func openRuntime(t *testing.T, envExtra ...string) *Runtime {
+	return openRuntimeWith(t, nil, envExtra...)
+}
 
 // openRuntimeWith is openRuntime with tune adjusting the options.
 func openRuntimeWith(t *testing.T, tune func(*Options), envExtra ...string) *Runtime {
