@@ -39,6 +39,9 @@ func TestSkyRLIntegrationPytest(t *testing.T) {
 	if summary == "" || strings.Contains(summary, "skipped") && !onlyHaproxySkipped(string(out)) {
 		t.Fatalf("pytest ran no test or skipped some:\n%s", out)
 	}
+	for _, s := range regexp.MustCompile(`(?m)^SKIPPED .*$`).FindAllString(string(out), -1) {
+		sdktest.MissingPart(t, "haproxy (the load-balancer test of integrations/skyrl)", s, "apt-get install haproxy")
+	}
 	t.Log(strings.TrimSpace(summary))
 }
 

@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/agentenv/agentenv/sdk/sdktest"
 )
 
 // TestMain lets the test binary be the harness's node-exec, as Up
@@ -45,10 +47,7 @@ func TestUpDownCycle(t *testing.T) {
 	}
 	needRoot(t)
 	if err := CheckBinaries(CacheBinDir()); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf(".ci/run builds the binaries before the tests: %v", err)
-		}
-		t.Skipf("%v: run `make k8s-up` once", err)
+		sdktest.Missing(t, "the test cluster's binaries", err.Error(), "run `make k8s-up` once (.ci/run builds them)")
 	}
 	cfg := Config{
 		StateDir: filepath.Join(os.TempDir(), "agentenv-k8s-cycle-test"),

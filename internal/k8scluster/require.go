@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/agentenv/agentenv/sdk/sdktest"
 )
 
 // howToStart is what a developer runs to get a cluster for the tests.
@@ -55,14 +57,11 @@ func find(ctx context.Context) (*Cluster, error) {
 	return c, nil
 }
 
-// unavailable skips t, or fails it under CI=true.
+// unavailable skips t loudly, or fails it under CI=true (.ci/run starts
+// the cluster).
 func unavailable(t testing.TB, err error) {
 	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("this test needs the real Kubernetes cluster, and CI must have it (.ci/run starts it): %v", err)
-		return
-	}
-	t.Skipf("SKIPPED: no Kubernetes test cluster (%v); %s", err, howToStart)
+	sdktest.Missing(t, "the Kubernetes test cluster", err.Error(), howToStart)
 }
 
 // Namespace creates a namespace named prefix-<random> for the test and

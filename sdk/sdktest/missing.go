@@ -24,7 +24,25 @@ func Missing(t testing.TB, what, why, install string) {
 		t.Fatalf("%s (CI=true: CI must have it)", msg)
 		return // Fatalf does not return; a stand-in TB's may
 	}
-	line := fmt.Sprintf("SKIP %s: %s (CI=true fails instead)", t.Name(), msg)
+	t.Skip(note(t.Name(), msg))
+}
+
+// MissingPart is Missing for a part of a test: under CI=true the test
+// fails; elsewhere the test goes on without that part, which is logged,
+// printed and recorded as Missing does.
+func MissingPart(t testing.TB, what, why, install string) {
+	t.Helper()
+	msg := fmt.Sprintf("needs %s: %s; install: %s", what, why, install)
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s (CI=true: CI must have it)", msg)
+		return
+	}
+	t.Log(note(t.Name()+" (in part)", msg))
+}
+
+// note prints and records one skip line and returns it.
+func note(test, msg string) string {
+	line := fmt.Sprintf("SKIP %s: %s (CI=true fails instead)", test, msg)
 	fmt.Fprintln(os.Stderr, line)
 	if path := os.Getenv(SkipsFileVar); path != "" {
 		// One short write with O_APPEND: lines from concurrent test
@@ -34,5 +52,5 @@ func Missing(t testing.TB, what, why, install string) {
 			f.Close()
 		}
 	}
-	t.Skip(line)
+	return line
 }

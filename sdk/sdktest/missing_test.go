@@ -11,12 +11,13 @@ import (
 // recorder stands in for the test a helper ends, to see how it ends it.
 type recorder struct {
 	testing.TB
-	fatal, skip string
+	fatal, skip, log string
 }
 
 func (r *recorder) Helper()       {}
 func (r *recorder) Name() string  { return "TestNeedsDocker" }
 func (r *recorder) Skip(a ...any) { r.skip = fmt.Sprint(a...) }
+func (r *recorder) Log(a ...any)  { r.log = fmt.Sprint(a...) }
 func (r *recorder) Fatalf(f string, a ...any) {
 	r.fatal = fmt.Sprintf(f, a...)
 }
@@ -40,10 +41,13 @@ func TestMissing(t *testing.T) {
 			if r.fatal != "" || r.skip != want || string(file) != want+"\n" {
 				t.Fatalf("fatal %q\nskip %q\nfile %q\nwant the skip %q in the file", r.fatal, r.skip, file, want)
 			}
-			// A second skip adds a line.
+			// A second skip adds a line; a part left out goes on, logged.
 			Missing(r, "python3", "not found", "apt-get install python3")
-			if file, _ := os.ReadFile(skips); strings.Count(string(file), "\n") != 2 {
-				t.Fatalf("skips file after two skips:\n%s", file)
+			r.skip = ""
+			MissingPart(r, "haproxy", "not found", "apt-get install haproxy")
+			file, _ = os.ReadFile(skips)
+			if wantPart := "SKIP TestNeedsDocker (in part): needs haproxy: not found; install: apt-get install haproxy (CI=true fails instead)"; strings.Count(string(file), "\n") != 3 || r.skip != "" || r.log != wantPart || !strings.HasSuffix(string(file), wantPart+"\n") {
+				t.Fatalf("after two skips and a part left out: log %q skip %q, file:\n%s", r.log, r.skip, file)
 			}
 		})
 	}

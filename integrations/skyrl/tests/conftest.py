@@ -80,8 +80,11 @@ class Server:
     def launch(self):
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
+            # Envs as processes even where a Docker engine answers: these tests are
+            # about SkyRL, not Docker (docs/sandboxes.md has Docker's), and a test
+            # uses the env binary the process sandbox builds in the bundle.
             [self.binary, "serve", str(self.bundle), "--addr", f"127.0.0.1:{self.port}",
-             "--sandbox-config", f"state_dir={self.state}", *self.args],
+             "--sandbox-config", f"state_dir={self.state}", "--sandbox-config", "mode=process", *self.args],
             env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
         )
         log.close()
