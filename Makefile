@@ -6,7 +6,7 @@ PROTOC_GEN_GO := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
 GOBIN_DIR := $(CURDIR)/.tools/bin
 
-.PHONY: help build test test-stress lint proto proto-check bench fuzz
+.PHONY: help build test test-stress lint proto proto-check bench fuzz k8s-up k8s-down
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -50,3 +50,12 @@ proto-check: proto ## fail when the committed generated code is stale
 
 bench: ## run the benchmarks (numbers go in docs/performance.md)
 	$(GO) test -run '^$$' -bench . -benchtime 2s $(PKGS)
+
+K8SCLUSTER := $(GO) run ./internal/k8scluster/cmd/k8scluster
+
+k8s-up: ## start the real Kubernetes test cluster (root; builds its binaries once, ~20 min cold)
+	$(K8SCLUSTER) up --build
+
+k8s-down: ## stop the test cluster and check nothing of it is left
+	$(K8SCLUSTER) down
+	$(K8SCLUSTER) check-clean

@@ -163,8 +163,15 @@ func (c *Client) Splits(ctx context.Context) ([]Split, error) {
 	var out struct {
 		Splits []Split `json:"splits"`
 	}
-	err := c.get(ctx, "splits", nil, &out)
-	return out.Splits, err
+	if err := c.get(ctx, "splits", nil, &out); err != nil {
+		return nil, err
+	}
+	for _, s := range out.Splits {
+		if s.Size < 0 {
+			return nil, fmt.Errorf("GET /splits: the server says split %q has %d tasks, which is not a size", s.Name, s.Size)
+		}
+	}
+	return out.Splits, nil
 }
 
 // Tasks lists the tasks of split with index in [start, stop); stop < 0
@@ -175,8 +182,14 @@ func (c *Client) Tasks(ctx context.Context, split string, start, stop int) (Task
 		q.Set("stop", strconv.Itoa(stop))
 	}
 	var out TaskPage
-	err := c.get(ctx, "splits/"+url.PathEscape(split)+"/tasks", q, &out)
-	return out, err
+	if err := c.get(ctx, "splits/"+url.PathEscape(split)+"/tasks", q, &out); err != nil {
+		return out, err
+	}
+	// What the server says is checked before a caller sizes anything by it.
+	if out.Size < 0 || len(out.Tasks) > out.Size || (stop >= 0 && len(out.Tasks) > max(stop-start, 0)) {
+		return TaskPage{}, fmt.Errorf("GET /splits/%s/tasks: the server sent %d tasks of a split of %d for [%d, %d), which does not add up", split, len(out.Tasks), out.Size, start, stop)
+	}
+	return out, nil
 }
 
 // Task describes the task with id (ids may hold "/": day/eval-001). An

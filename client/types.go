@@ -68,6 +68,10 @@ type Observation struct {
 	// Metrics, when done: score/<step id> per verifier, tool_calls,
 	// unparsed_calls, invalid_calls, tool_errors, turns and failed (0/1).
 	Metrics map[string]float64 `json:"metrics,omitempty"`
+	// Times, when done: seconds the episode spent on the server in each
+	// phase (queue, deploy, ready, setup, step, tool (part of step),
+	// verify, teardown (0: it runs after)); see docs/serving.md#phases.
+	Times map[string]float64 `json:"times,omitempty"`
 }
 
 // Message is one chat message.

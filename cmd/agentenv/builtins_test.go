@@ -77,11 +77,11 @@ func TestBuiltinsMatchFirstParty(t *testing.T) {
 	}
 }
 
-// `go build -tags no_hermes,no_local,no_ecs` leaves those plugins out: plugins
+// `go build -tags no_hermes,no_local,no_ecs,no_k8s` leaves those plugins out: plugins
 // list and inspect agree, plugin-serve refuses them, and serve says what
 // is missing and how to get it rather than "not found".
 func TestBuildTagsLeavePluginsOut(t *testing.T) {
-	bin := agentenvTagged(t, "no_hermes,no_local,no_ecs")
+	bin := agentenvTagged(t, "no_hermes,no_local,no_ecs,no_k8s")
 	out, stderr, code := runBin(t, bin, "", "plugins", "list", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -95,11 +95,12 @@ func TestBuildTagsLeavePluginsOut(t *testing.T) {
 		ids = append(ids, e.ID())
 	}
 	if want := []string{"reward-mean", "toolformat-qwen3_coder"}; !slices.Equal(ids, want) {
-		t.Errorf("plugins list of a no_hermes,no_local,no_ecs build: %v, want %v", ids, want)
+		t.Errorf("plugins list of a no_hermes,no_local,no_ecs,no_k8s build: %v, want %v", ids, want)
 	}
 	out, _, _ = runBin(t, bin, "", "plugins", "list")
 	for _, want := range []string{"not built in: sandbox-local (this agentenv was built with -tags no_local)",
 		"not built in: sandbox-ecs (this agentenv was built with -tags no_ecs)",
+		"not built in: sandbox-k8s (this agentenv was built with -tags no_k8s)",
 		"not built in: toolformat-hermes (this agentenv was built with -tags no_hermes)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plugins list lacks %q:\n%s", want, out)

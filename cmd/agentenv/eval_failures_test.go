@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/core/dataset/skyrl/oracles"
 	"github.com/agentenv/agentenv/core/eval"
 )
 
@@ -277,6 +278,8 @@ func TestEvalRefusals(t *testing.T) {
 	startServe(t, gridsimBundle, addr, t.TempDir(), nil)
 	model := startPolicy(t)
 	dir := t.TempDir()
+	recursive := hostileTokenizer(t, oracles.Qwen3Dir(t), "chat_template.jinja", recursiveTemplate)
+	zero := hostileTokenizer(t, oracles.Qwen3Dir(t), "chat_template.jinja", "/dev/zero")
 	existing := filepath.Join(dir, "existing.jsonl")
 	os.WriteFile(existing, []byte(`{"task_id":"day/eval-001","split":"eval","model":"other","tool_format":"hermes"}`+"\n"), 0o644)
 	for _, c := range []struct {
@@ -293,6 +296,13 @@ func TestEvalRefusals(t *testing.T) {
 		{"bad kwargs", evalArgs(t, addr, model, "idle", filepath.Join(dir, "e.jsonl"), "--chat-template-kwargs", "{x}"), "--chat-template-kwargs: chat template kwargs: not valid JSON"},
 		{"bad model URL", evalArgs(t, addr, "localhost:8000", "idle", filepath.Join(dir, "f.jsonl")), "--model-url: want the API's base URL"},
 		{"unknown model", evalArgs(t, addr, model, "gpt-5", filepath.Join(dir, "g.jsonl"), "--limit", "1"), "The model `gpt-5` does not exist"},
+		// A tokenizer folder is anyone's: a template that recurses without
+		// end fails naming its file (it was a fatal stack overflow), a
+		// template linked to /dev/zero is refused (it was read out of memory).
+		{"self-recursive template", evalArgs(t, addr, model, "idle", filepath.Join(dir, "h.jsonl"), "--limit", "1", "--tokenizer", recursive),
+			filepath.Join(recursive, "chat_template.jinja") + ": the chat template broke a bound of its sandbox: it recursed past 64 MiB of stack"},
+		{"template linked to /dev/zero", evalArgs(t, addr, model, "idle", filepath.Join(dir, "i.jsonl"), "--tokenizer", zero),
+			filepath.Join(zero, "chat_template.jinja") + ": not a regular file but a character device"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			stdout, stderr, code := runEvalCmd(t, c.args...)

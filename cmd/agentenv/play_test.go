@@ -53,6 +53,10 @@ type echoEpisode struct {
 	done bool
 }
 
+func (e *echoEpisode) Abandon(episode.Cause) {}
+
+func (e *echoEpisode) Result() episode.Result { return episode.Result{EpisodeID: "ep-1"} }
+
 func (e *echoEpisode) ID() string { return "ep-1" }
 
 func (e *echoEpisode) State() episode.State {

@@ -156,7 +156,7 @@ func TestPluginsListExternal(t *testing.T) {
 	}
 	// A failed plugin makes list exit 1, after the whole table.
 	out, stderr, code := run(t, ext, "plugins", "list")
-	if code != 1 || !strings.Contains(stderr, "1 of 6 plugins failed") {
+	if code != 1 || !strings.Contains(stderr, "1 of 7 plugins failed") {
 		t.Fatalf("exit %d, want 1 with a failed plugin: %s", code, stderr)
 	}
 	if jsonOut, _, jsonCode := run(t, ext, "plugins", "list", "--json"); jsonCode != 1 || !json.Valid([]byte(jsonOut)) {
@@ -195,7 +195,7 @@ func TestPluginsInspect(t *testing.T) {
 		{[]string{"plugins", "inspect", "reward-mean"}, 0, []string{"name:      mean", "kind:      reward", "source:    built-in", "plugin-serve reward-mean", "config schema: none"}},
 		{[]string{"plugins", "inspect", "local"}, 0, []string{"kind:      sandbox", "config schema:\n{", `"state_dir"`}},
 		{[]string{"plugins", "inspect", "mean", "--json"}, 0, []string{`"kind": "reward"`, `"status": "ok"`}},
-		{[]string{"plugins", "inspect", "nope"}, 1, []string{`plugin "nope" not found (plugins: reward-mean, sandbox-ecs, sandbox-local, toolformat-hermes, toolformat-qwen3_coder)`}},
+		{[]string{"plugins", "inspect", "nope"}, 1, []string{`plugin "nope" not found (plugins: reward-mean, sandbox-ecs, sandbox-k8s, sandbox-local, toolformat-hermes, toolformat-qwen3_coder)`}},
 		{[]string{"plugins", "inspect", "meen"}, 1, []string{`plugin "meen" not found; did you mean "mean"?`}},
 		{[]string{"plugins", "inspect", "toolformat-qwen3"}, 1, []string{`toolformat plugin "qwen3" not found; did you mean "qwen3_coder"? (toolformat plugins: hermes, qwen3_coder)`}},
 		{[]string{"plugins", "inspect", "qwen3_coder"}, 0, []string{"name:      qwen3_coder", "aliases:   qwen3coder, qwen3-coder", "kind:      toolformat", "plugin-serve toolformat-qwen3_coder"}},

@@ -124,7 +124,7 @@ func TestServeGridsimEndToEnd(t *testing.T) {
 	}
 
 	text := metricsText(t, addr, e2eToken)
-	if metric(text, `agentenv_episodes_total{outcome="done"}`) != 2 || metric(text, `agentenv_episode_phase_seconds_count{phase="deploy"}`) != 2 {
+	if metric(text, `agentenv_episodes_total{outcome="done"}`) != 2 || metric(text, `agentenv_episode_phase_seconds_count{env="gridsim",phase="queue",sandbox="local"}`) != 2 {
 		t.Fatalf("metrics after two episodes:\n%s", text)
 	}
 	if code := s.signalAndWait(t, syscall.SIGTERM, 10*time.Second); code != 0 {

@@ -36,8 +36,20 @@ func TestSkyRLIntegrationPytest(t *testing.T) {
 	// pytest exits 0 only when every test passed (or xfailed as declared);
 	// still check it ran some and skipped none.
 	summary := regexp.MustCompile(`(?m)^=* ?(\d+) passed.*$`).FindString(string(out))
-	if summary == "" || strings.Contains(summary, "skipped") {
+	if summary == "" || strings.Contains(summary, "skipped") && !onlyHaproxySkipped(string(out)) {
 		t.Fatalf("pytest ran no test or skipped some:\n%s", out)
 	}
 	t.Log(strings.TrimSpace(summary))
+}
+
+// onlyHaproxySkipped says whether every test pytest skipped was the
+// load-balancer test for want of haproxy, which only CI must have.
+func onlyHaproxySkipped(out string) bool {
+	skips := regexp.MustCompile(`(?m)^SKIPPED .*$`).FindAllString(out, -1)
+	for _, s := range skips {
+		if !strings.Contains(s, "no haproxy") {
+			return false
+		}
+	}
+	return len(skips) > 0 && os.Getenv("CI") != "true"
 }

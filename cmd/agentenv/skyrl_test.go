@@ -113,7 +113,11 @@ func TestSkyrlRowsEndToEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := counter.Count(text); n > longest {
+			n, err := counter.Count(text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n > longest {
 				longest, longestTask = n, r.Episode.TaskID
 			}
 		}
@@ -134,6 +138,8 @@ func TestSkyrlRowsRefusals(t *testing.T) {
 	s := startServe(t, gridsimBundle, addr, t.TempDir(), []string{"E2E_TOKEN=" + e2eToken}, "--token-var", "E2E_TOKEN")
 	broken := freeAddr(t)
 	startServe(t, failingDeployBundle(t), broken, t.TempDir(), nil)
+	recursive := hostileTokenizer(t, qwen3, "chat_template.jinja", recursiveTemplate)
+	fifo := hostileTokenizer(t, qwen3, "tokenizer.json", "fifo")
 	for _, c := range []struct {
 		name string
 		env  []string
@@ -152,6 +158,13 @@ func TestSkyrlRowsRefusals(t *testing.T) {
 			[]string{"toolset ", "listing its tools deploys one of its envs, and that failed", "agentenv play URL --task day/"}},
 		{"bad kwargs", nil, []string{"http://" + addr, "--chat-template-kwargs", "{enable_thinking: false}"},
 			[]string{"--chat-template-kwargs: chat template kwargs: not valid JSON"}},
+		// A tokenizer folder is anyone's: a template that recurses without
+		// end fails naming its file (it was a fatal stack overflow after
+		// 1-3 GB), a FIFO is refused (it was a hang).
+		{"self-recursive template", []string{"E2E_TOKEN=" + e2eToken}, []string{"http://" + addr, "--token-var", "E2E_TOKEN", "--tokenizer", recursive},
+			[]string{filepath.Join(recursive, "chat_template.jinja") + ": the chat template broke a bound of its sandbox: it recursed past 64 MiB of stack"}},
+		{"tokenizer.json a FIFO", nil, []string{"http://" + addr, "--tokenizer", fifo},
+			[]string{filepath.Join(fifo, "tokenizer.json") + ": not a regular file but a named pipe (FIFO)"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "data")
@@ -176,6 +189,37 @@ func TestSkyrlRowsRefusals(t *testing.T) {
 	if code := s.signalAndWait(t, syscall.SIGTERM, 10*time.Second); code != 0 {
 		t.Fatalf("serve exit %d", code)
 	}
+}
+
+// recursiveTemplate is a chat template whose macro calls itself without end.
+const recursiveTemplate = `{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}`
+
+// hostileTokenizer is a tokenizer folder of src's files (linked) but file,
+// which holds content, or is a FIFO ("fifo") or a link to /dev/zero
+// ("/dev/zero").
+func hostileTokenizer(t *testing.T, src, file, content string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		if err := os.Symlink(filepath.Join(src, f), filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, file)
+	os.Remove(path)
+	var err error
+	switch content {
+	case "fifo":
+		err = syscall.Mkfifo(path, 0o644)
+	case "/dev/zero":
+		err = os.Symlink("/dev/zero", path)
+	default:
+		err = os.WriteFile(path, []byte(content), 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // failingDeployBundle copies GridSim with an env whose process exits at

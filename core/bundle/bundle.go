@@ -215,6 +215,17 @@ func (t *Task) Step(id string) *Step {
 	return nil
 }
 
+// FirstEnv is the env of the task's first deploy_env step ("" if none):
+// the env a task's metrics are labelled with.
+func (t *Task) FirstEnv() string {
+	for i := range t.Steps {
+		if t.Steps[i].Type == StepDeployEnv {
+			return t.Steps[i].Env
+		}
+	}
+	return ""
+}
+
 // MultiTurn reports whether the task has more than one prompt_agent step
 // (and so offers end_turn).
 func (t *Task) MultiTurn() bool {

@@ -1,80 +1,31 @@
 package bundle
 
 import (
+	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
+
+	"github.com/agentenv/agentenv/core/regularfile"
 )
 
 // DefaultMaxFileBytes caps one file of a bundle (Options.MaxFileBytes).
 const DefaultMaxFileBytes = 256 << 20
 
-// readBundleFile reads one file of a bundle. Only a regular file is read,
-// directly or through symlinks: a device (/dev/zero) would be read until
-// memory runs out and a FIFO would block the loader forever, so both are
-// refused, as is a file over max bytes.
+// readBundleFile reads one file of a bundle: a regular file (directly or
+// through symlinks) of at most max bytes.
 func readBundleFile(path string, max int64) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := regular(fi); err != nil {
-		return nil, err
-	}
-	// O_NONBLOCK: should the file have become a FIFO since the Stat, the
-	// open returns at once and the Stat of the open file refuses it.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
-		return nil, err
-	}
-	if err := regular(fi); err != nil {
-		return nil, err
-	}
-	if fi.Size() > max {
-		return nil, tooBig(fi.Size(), max)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, tooBig(int64(len(data)), max)
-	}
-	return data, nil
-}
-
-func tooBig(n, max int64) error {
-	return fmt.Errorf("%d bytes, over the limit of %d bytes for one bundle file", n, max)
-}
-
-// regular refuses anything but a regular file, naming what it is.
-func regular(fi fs.FileInfo) error {
-	m := fi.Mode()
-	if m.IsRegular() {
-		return nil
-	}
-	what := "a special file"
+	data, err := regularfile.Read(path, max)
+	var big *regularfile.TooBigError
 	switch {
-	case m.IsDir():
-		what = "a folder"
-	case m&fs.ModeNamedPipe != 0:
-		what = "a named pipe (FIFO)"
-	case m&fs.ModeCharDevice != 0:
-		what = "a character device"
-	case m&fs.ModeDevice != 0:
-		what = "a device"
-	case m&fs.ModeSocket != 0:
-		what = "a socket"
+	case errors.Is(err, regularfile.ErrNotRegular):
+		return nil, fmt.Errorf("%w; a bundle holds plain files (a symlink must lead to one)", err)
+	case errors.As(err, &big):
+		return nil, fmt.Errorf("%w for one bundle file", err)
 	}
-	return fmt.Errorf("not a regular file but %s; a bundle holds plain files (a symlink must lead to one)", what)
+	return data, err
 }
 
 // isDirFollowing reports whether path is a folder, following symlinks;

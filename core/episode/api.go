@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agentenv/agentenv/sdk/toolformat"
 )
@@ -30,6 +31,9 @@ type Request struct {
 	ToolFormat string `json:"tool_format,omitempty"` // "" = the server's default
 	MaxTurns   int    `json:"max_turns,omitempty"`   // 0 = no cap beyond the task's own
 	EpisodeID  string `json:"episode_id,omitempty"`  // "" = generated
+	// Queued is how long the reset waited for a capacity slot before Play
+	// (the server's admission): the episode's queue phase.
+	Queued time.Duration `json:"-"`
 }
 
 // Observation is what the model's side sees after a reset or a step.
@@ -51,6 +55,9 @@ type Observation struct {
 	// Metrics is set when Done: score/<step id>, tool_calls, unparsed_calls,
 	// turns, failed (0/1).
 	Metrics map[string]float64 `json:"metrics,omitempty"`
+	// Times is set when Done: seconds spent in each phase (Phases) so far,
+	// the teardown (which runs after) aside.
+	Times map[string]float64 `json:"times,omitempty"`
 }
 
 // Code classifies an episode failure; the server sends it as the wire
@@ -69,6 +76,9 @@ const (
 type Error struct {
 	Code Code
 	Err  error
+	// Cause is why the episode ended, for its Result ("" = classified
+	// from Code and Err).
+	Cause Cause
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %v", e.Code, e.Err) }
@@ -99,6 +109,13 @@ type Episode interface {
 	// State is where the episode stands. Call it from the goroutine that
 	// calls Start and Step; it stays valid after Close.
 	State() State
+	// Abandon records why the episode is being closed before it ended
+	// (the client left, the server shuts down), for its Result; call it
+	// before Close. It changes nothing of an episode that already ended.
+	Abandon(cause Cause)
+	// Result is the episode's record so far: safe to call at any time,
+	// from any goroutine.
+	Result() Result
 }
 
 // State is where an episode stands, as the OpenEnv state message reports it.

@@ -47,6 +47,12 @@ type Config struct {
 	// agentenv.episode and agentenv.task.
 	Labels map[string]string
 	Logger hclog.Logger
+	// SandboxName names the sandbox in spans and Results (the plugin's
+	// name: local, ecs, ...).
+	SandboxName string
+	// Observer, when set, hears every span and every episode's Result
+	// (the server's metrics).
+	Observer Observer
 
 	DeployTimeout   time.Duration // deploy + readiness + listing tools, per env
 	ToolCallTimeout time.Duration // one tool call: setup or the model's
@@ -201,7 +207,7 @@ func (e *Engine) Play(req Request) (Episode, error) {
 	} else if err := checkEpisodeID(id); err != nil {
 		return nil, &Error{Code: CodeValidation, Err: err}
 	}
-	ep := newEpisode(e, task, id, format, parser, req.MaxTurns)
+	ep := newEpisode(e, task, id, format, parser, req.MaxTurns, req.Queued)
 	e.liveMu.Lock()
 	defer e.liveMu.Unlock()
 	if e.shutdown {
@@ -209,6 +215,21 @@ func (e *Engine) Play(req Request) (Episode, error) {
 	}
 	e.live[ep] = struct{}{}
 	return ep, nil
+}
+
+// observe tells the observer of a span.
+func (e *Engine) observe(s Span) {
+	if e.cfg.Observer != nil {
+		s.Sandbox = e.cfg.SandboxName
+		e.cfg.Observer.ObserveSpan(s)
+	}
+}
+
+// ended tells the observer of an episode's final Result.
+func (e *Engine) ended(r Result) {
+	if e.cfg.Observer != nil {
+		e.cfg.Observer.EpisodeEnded(r)
+	}
 }
 
 // forget drops an episode that holds no envs any more.

@@ -53,6 +53,8 @@ type episode struct {
 	closed    bool
 	teardowns []*teardown // of envs released so far
 	scored    bool        // the episode ended with a reward
+	res       Result      // its record: spans, outcome
+	abandon   Cause       // why Close was called before the end ("" = the client's)
 
 	// Play state, touched only while holding busy.
 	next     int // index of the next step to run
@@ -66,6 +68,7 @@ type episode struct {
 	invalid  int // calls naming an unknown tool or failing its schema
 	toolErrs int // calls the env answered with an error
 	opened   bool
+	endCause Cause // how the turns ended, once they have
 }
 
 // turn is an open prompt_agent step.
@@ -78,14 +81,71 @@ type turn struct {
 	replies int
 }
 
-func newEpisode(e *Engine, task *bundle.Task, id, format string, parser toolformat.Parser, maxTurns int) *episode {
+func newEpisode(e *Engine, task *bundle.Task, id, format string, parser toolformat.Parser, maxTurns int, queued time.Duration) *episode {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &episode{
+	ep := &episode{
 		e: e, task: task, id: id, parser: parser, maxTurns: maxTurns,
 		log:    e.log.With("episode", id, "task", task.ID, "tool_format", format),
 		runCtx: ctx, cancelRun: cancel, busy: make(chan struct{}, 1),
 		answers: map[string]string{}, scores: map[string]float64{},
+		res: Result{EpisodeID: id, TaskID: task.ID, Sandbox: e.cfg.SandboxName, Began: time.Now()},
 	}
+	if queued > 0 {
+		ep.record(Span{Phase: PhaseQueue, Env: task.FirstEnv(), Start: ep.res.Began.Add(-queued), Took: queued})
+	}
+	return ep
+}
+
+// record adds a span to the episode's Result and tells the observer.
+func (ep *episode) record(s Span) {
+	s.Sandbox = ep.e.cfg.SandboxName
+	ep.mu.Lock()
+	ep.res.Spans = append(ep.res.Spans, s)
+	ep.mu.Unlock()
+	ep.e.observe(s)
+}
+
+// timed records a span of phase on env from start until now.
+func (ep *episode) timed(p Phase, env string, start time.Time) {
+	ep.record(Span{Phase: p, Env: env, Start: start, Took: time.Since(start)})
+}
+
+// Result is the episode's record so far.
+func (ep *episode) Result() Result {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	r := ep.res
+	r.Spans = append([]Span(nil), r.Spans...)
+	return r
+}
+
+// Abandon records why the episode is closed before it ended.
+func (ep *episode) Abandon(c Cause) {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	if ep.abandon == "" {
+		ep.abandon = c
+	}
+}
+
+// spansSince sums the spans recorded after the first n, tool calls aside
+// (they are part of a step, not beside it).
+func (ep *episode) spansSince(n int) time.Duration {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	var d time.Duration
+	for _, s := range ep.res.Spans[n:] {
+		if s.Phase != PhaseTool {
+			d += s.Took
+		}
+	}
+	return d
+}
+
+func (ep *episode) spanCount() int {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	return len(ep.res.Spans)
 }
 
 func (ep *episode) ID() string { return ep.id }
@@ -162,8 +222,16 @@ func (ep *episode) Step(ctx context.Context, reply string) (Observation, error) 
 		return Observation{}, &Error{Code: CodeValidation, Err: fmt.Errorf("episode %s is %s; no turn is open", ep.id, p)}
 	}
 	obs := ep.observation()
-	if err := ep.step(ctx, reply, &obs); err != nil {
+	start, n := time.Now(), ep.spanCount()
+	err = ep.step(ctx, reply, &obs)
+	// The step is the reply's own time: verifiers and setup it led to
+	// are their own phases.
+	ep.record(Span{Phase: PhaseStep, Env: ep.task.FirstEnv(), Start: start, Took: time.Since(start) - ep.spansSince(n)})
+	if err != nil {
 		return Observation{}, ep.fail(ctx, err)
+	}
+	if obs.Done {
+		obs.Times = ep.Result().Seconds()
 	}
 	return obs, nil
 }
@@ -177,7 +245,7 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 	// its model's layout, and one place does it.
 	parsed, err := ep.parser.Parse(ctx, reply, t.tools)
 	if err != nil {
-		return &Error{Code: CodeExecution, Err: fmt.Errorf("reading the reply's tool calls: %w", err)}
+		return &Error{Code: CodeExecution, Err: fmt.Errorf("reading the reply's tool calls: %w", err), Cause: causeOf(err, CausePluginDied)}
 	}
 	if ep.maxTurns > 0 && ep.replies >= ep.maxTurns {
 		ep.capped = true
@@ -225,9 +293,13 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 		}
 		// The answer is read no further than this result may hold: the
 		// rest streams past unread.
+		callStart := time.Now()
 		res, err := o.env.client.CallLimited(ctx, c.Name, args, ep.e.cfg.ToolCallTimeout, max(rep.resultRoom(), 1))
+		ep.timed(PhaseTool, o.env.name, callStart)
 		if err != nil {
-			return &Error{Code: CodeExecution, Err: fmt.Errorf("env %q: %w", o.env.name, err)}
+			// The sandbox id names where the env ran (a pod, a container) so
+			// an env that died mid-episode can be looked up.
+			return &Error{Code: CodeExecution, Err: fmt.Errorf("env %q (sandbox %s): %w", o.env.name, o.env.sb.ID, err), Cause: causeOf(err, CauseEnvCrashed)}
 		}
 		prefix := ""
 		if res.IsError {
@@ -237,7 +309,8 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 		rep.toolResult(prefix, res.Text, res.Cut)
 	}
 	rep.finish()
-	if !ended && len(parsed.Calls) == 0 && len(parsed.Unparsed) == 0 && parsed.CallsOmitted == 0 {
+	noCall := !ended && len(parsed.Calls) == 0 && len(parsed.Unparsed) == 0 && parsed.CallsOmitted == 0
+	if noCall {
 		// A reply without a tool call ends the turn it left open, and the
 		// turns after it end empty (as SkyRL's page has it): only end_turn
 		// hands the model the next prompt.
@@ -250,6 +323,7 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 	if !ended && !ep.capped {
 		return nil
 	}
+	ep.endCause = ep.turnsEnd(viaEndTurn, noCall, t.endTurn, len(parsed.Unparsed) > 0 && len(parsed.Calls) == 0)
 	ep.answers[t.step.ID] = answer
 	ep.turn = nil
 	return ep.advance(ctx, obs, viaEndTurn)
@@ -303,18 +377,21 @@ func (ep *episode) advance(ctx context.Context, obs *Observation, promptSent boo
 		switch s.Type {
 		case bundle.StepDeployEnv:
 			if err := ep.deploy(ctx, s); err != nil {
-				return &Error{Code: CodeDeploy, Err: err}
+				return &Error{Code: CodeDeploy, Err: err, Cause: causeOf(err, CauseDeployFailed)}
 			}
 		case bundle.StepCallTool:
 			if ep.capped {
 				continue // setup for turns that will not open
 			}
-			if err := ep.callSetup(ctx, s); err != nil {
-				code := CodeExecution
+			start := time.Now()
+			err := ep.callSetup(ctx, s)
+			ep.timed(PhaseSetup, s.Env, start)
+			if err != nil {
+				code, cause := CodeExecution, CauseEnvCrashed
 				if !ep.opened {
-					code = CodeDeploy
+					code, cause = CodeDeploy, CauseDeployFailed
 				}
-				return &Error{Code: code, Err: err}
+				return &Error{Code: code, Err: err, Cause: causeOf(err, cause)}
 			}
 		case bundle.StepPromptAgent:
 			if ep.capped {
@@ -327,8 +404,9 @@ func (ep *episode) advance(ctx context.Context, obs *Observation, promptSent boo
 			}
 			start := time.Now()
 			score, err := ep.verify(ctx, s)
+			ep.timed(PhaseVerify, s.Env, start)
 			if err != nil {
-				return &Error{Code: CodeUnscored, Err: fmt.Errorf("%s step %q: %w", s.Type, s.ID, err)}
+				return &Error{Code: CodeUnscored, Err: fmt.Errorf("%s step %q: %w", s.Type, s.ID, err), Cause: causeOf(err, CauseUnscored)}
 			}
 			ep.scores[s.ID] = score
 			ep.log.Debug("verified", "step", s.ID, "score", score, "took", time.Since(start))
@@ -339,7 +417,7 @@ func (ep *episode) advance(ctx context.Context, obs *Observation, promptSent boo
 
 func (ep *episode) deploy(ctx context.Context, s *bundle.Step) error {
 	labels := map[string]string{sandbox.LabelEpisode: ep.id, sandbox.LabelTask: ep.task.ID}
-	le, err := ep.e.envFor(ctx, s.Env, labels)
+	le, err := ep.e.envFor(ctx, s.Env, labels, ep.record)
 	if err != nil {
 		var b *briefError
 		if errors.As(err, &b) {
@@ -411,15 +489,25 @@ func offeredNames(offer []*offered) []string {
 
 // finish scores the episode, tears it down and fills obs.
 func (ep *episode) finish(ctx context.Context, obs *Observation) error {
+	start := time.Now()
 	r, err := ep.reward(ctx)
+	if ep.e.cfg.Reward != nil {
+		ep.timed(PhaseVerify, "", start) // the reward plugin's call
+	}
 	if err != nil {
-		return &Error{Code: CodeUnscored, Err: err}
+		return &Error{Code: CodeUnscored, Err: err, Cause: causeOf(err, CauseUnscored)}
 	}
 	obs.Done = true
 	obs.Reward = &r
 	obs.Metrics = ep.metrics()
+	cause := ep.endCause
+	if cause == "" {
+		cause = CauseCompleted // the task ended with no turn open (none, or all ended by end_turn)
+	}
 	ep.mu.Lock()
 	ep.scored = true
+	ep.res.Outcome, ep.res.Cause = OutcomeDone, cause
+	ep.res.Reward, ep.res.Metrics, ep.res.Turns = &r, obs.Metrics, ep.replies
 	ep.mu.Unlock()
 	ep.setPhase(phaseDone)
 	ep.log.Info("episode done", "reward", r, "turns", ep.replies, "tool_calls", ep.calls)
@@ -453,6 +541,19 @@ func (ep *episode) fail(ctx context.Context, err error) error {
 		coded = &Error{Code: coded.Code, Err: fmt.Errorf("episode closed: %w", coded.Err)}
 	}
 	err = coded
+	cause := coded.Cause
+	if cause == "" {
+		cause = causeOf(coded.Err, codeCause(coded.Code))
+	}
+	ep.mu.Lock()
+	if ep.res.Outcome == "" {
+		ep.res.Outcome, ep.res.Cause, ep.res.Error, ep.res.Turns = OutcomeFailed, cause, err.Error(), ep.replies
+		if ep.runCtx.Err() != nil || ctx.Err() != nil {
+			// Cut short by Close or the caller: what ended it is why.
+			ep.res.Outcome, ep.res.Cause = OutcomeAbandoned, ep.abandonCauseLocked()
+		}
+	}
+	ep.mu.Unlock()
 	ep.setPhase(phaseFailed)
 	ep.turn = nil
 	ep.log.Warn("episode failed", "error", err)
@@ -514,6 +615,63 @@ func (ep *episode) Close(ctx context.Context) error {
 		if waited {
 			<-ep.busy
 		}
+		ep.mu.Lock()
+		if ep.res.Outcome == "" {
+			ep.res.Outcome, ep.res.Cause, ep.res.Turns = OutcomeAbandoned, ep.abandonCauseLocked(), ep.replies
+		}
+		ep.res.Closed = true
+		ep.mu.Unlock()
+		ep.e.ended(ep.Result())
 	})
 	return ep.closeErr
+}
+
+// abandonCauseLocked is why Close came before the end: what Abandon said,
+// else the client's doing.
+func (ep *episode) abandonCauseLocked() Cause {
+	if ep.abandon != "" {
+		return ep.abandon
+	}
+	return CauseClientClosed
+}
+
+// turnsEnd is the cause of the turns' end, from the reply that ended
+// them; the reply that ends the episode's last turns has the last word.
+// Otherwise a cap ended it (a turn's own max_turns, or the reset's).
+func (ep *episode) turnsEnd(viaEndTurn, noCall, endTurn, unreadable bool) Cause {
+	cut := CauseMaxTurns
+	if unreadable {
+		cut = CauseUnparsedCalls
+	}
+	switch {
+	case noCall && endTurn && ep.laterTurns():
+		return CauseNoToolCall // turns were left unplayed
+	case noCall:
+		return CauseCompleted // a turn ended by a plain answer, as single turns are
+	case viaEndTurn && (!ep.capped || !ep.laterTurns()):
+		return CauseCompleted
+	}
+	return cut
+}
+
+// laterTurns says whether a prompt_agent step follows the open one.
+func (ep *episode) laterTurns() bool {
+	for i := ep.next; i < len(ep.task.Steps); i++ {
+		if ep.task.Steps[i].Type == bundle.StepPromptAgent {
+			return true
+		}
+	}
+	return false
+}
+
+// codeCause is the cause a failure of code stands for when its error says
+// nothing more telling.
+func codeCause(c Code) Cause {
+	switch c {
+	case CodeDeploy:
+		return CauseDeployFailed
+	case CodeUnscored:
+		return CauseUnscored
+	}
+	return CauseEnvCrashed
 }

@@ -112,7 +112,7 @@ func (p *warmPool) startFills() time.Duration {
 func (p *warmPool) fill(env string) {
 	defer p.fills.Done()
 	labels := map[string]string{sandbox.LabelEpisode: WarmEpisode, sandbox.LabelTask: WarmEpisode}
-	le, err := p.e.deployCounted(p.ctx, env, labels)
+	le, err := p.e.deployCounted(p.ctx, env, labels, nil)
 	p.mu.Lock()
 	p.filling[env]--
 	if err != nil {

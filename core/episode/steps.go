@@ -22,6 +22,9 @@ type liveEnv struct {
 	counted bool              // in Engine.sandboxes until torn down
 	client  *envclient.Client // nil until connected
 	tools   []Tool
+	// rec records its spans: the episode's that holds it; nil = the
+	// engine's observer only (warm, or listing a toolset).
+	rec func(Span)
 }
 
 // spec is what the sandbox deploys for env, with the engine's labels and
@@ -42,27 +45,35 @@ func (e *Engine) spec(env *bundle.Env, labels map[string]string) sandbox.Spec {
 
 // envFor gives an episode env name: a ready one from the warm pool when
 // there is one, else a fresh deploy.
-func (e *Engine) envFor(ctx context.Context, name string, labels map[string]string) (*liveEnv, error) {
+// rec records the episode's spans (taking a warm sandbox is its deploy).
+func (e *Engine) envFor(ctx context.Context, name string, labels map[string]string, rec func(Span)) (*liveEnv, error) {
 	if e.pool != nil {
+		start := time.Now()
 		if le := e.pool.take(ctx, name); le != nil {
+			le.rec = rec
+			rec(Span{Phase: PhaseDeploy, Env: name, Start: start, Took: time.Since(start)})
 			e.log.Info("took a warm sandbox", "episode", labels[sandbox.LabelEpisode], "env", name, "sandbox", le.sb.ID)
 			return le, nil
 		}
 	}
-	return e.deployEnv(ctx, name, labels)
+	return e.deployEnv(ctx, name, labels, rec)
 }
 
 // deployEnv deploys an env, waits for its MCP server (the one readiness
 // check: sandboxes do not speak MCP) and lists its tools, within the
 // deploy timeout. On failure nothing is left running.
-func (e *Engine) deployEnv(ctx context.Context, name string, labels map[string]string) (*liveEnv, error) {
+func (e *Engine) deployEnv(ctx context.Context, name string, labels map[string]string, rec func(Span)) (*liveEnv, error) {
 	e.sandboxes.Add(1)
-	return e.deployCounted(ctx, name, labels)
+	return e.deployCounted(ctx, name, labels, rec)
 }
 
 // deployCounted is deployEnv for a sandbox already counted in
-// e.sandboxes; a failed deploy uncounts it.
-func (e *Engine) deployCounted(ctx context.Context, name string, labels map[string]string) (*liveEnv, error) {
+// e.sandboxes; a failed deploy uncounts it. rec (nil: the observer only)
+// records its deploy and ready spans, and later its teardown.
+func (e *Engine) deployCounted(ctx context.Context, name string, labels map[string]string, rec func(Span)) (*liveEnv, error) {
+	if rec == nil {
+		rec = e.observe
+	}
 	env, ok := e.cfg.Bundle.Envs[name]
 	if !ok {
 		e.uncount()
@@ -89,11 +100,12 @@ func (e *Engine) deployCounted(ctx context.Context, name string, labels map[stri
 		spec.Labels[sandbox.LabelDeploy] = nonce
 		sb, err = e.cfg.Sandbox.Deploy(ctx, spec)
 	}
+	rec(Span{Phase: PhaseDeploy, Env: name, Start: start, Took: time.Since(start)})
 	if err != nil {
 		e.uncount()
 		e.reapDeploy(nonce)
 		if timedOut(ctx, err) {
-			return nil, withBrief(fmt.Errorf("deploying env %q: not ready within %s (the deploy timeout): %w", name, e.cfg.DeployTimeout, err),
+			return nil, withBrief(timeoutError{fmt.Errorf("deploying env %q: not ready within %s (the deploy timeout): %w", name, e.cfg.DeployTimeout, err)},
 				"env %q was not ready within the deploy timeout (%s)", name, e.cfg.DeployTimeout)
 		}
 		why := "the sandbox could not start it"
@@ -102,7 +114,9 @@ func (e *Engine) deployCounted(ctx context.Context, name string, labels map[stri
 		}
 		return nil, withBrief(fmt.Errorf("deploying env %q: %w", name, err), "env %q could not be deployed: %s", name, why)
 	}
-	le := &liveEnv{name: name, sb: sb, counted: true}
+	le := &liveEnv{name: name, sb: sb, counted: true, rec: rec}
+	ready := time.Now()
+	defer func() { rec(Span{Phase: PhaseReady, Env: name, Start: ready, Took: time.Since(ready)}) }()
 	fail := func(err error) (*liveEnv, error) {
 		if terr := <-e.retire([]*liveEnv{le}).done; terr != nil {
 			err = errors.Join(err, terr)
@@ -205,12 +219,18 @@ func (e *Engine) retire(envs []*liveEnv) *teardown {
 		var errs []error
 		for i := len(envs) - 1; i >= 0; i-- {
 			le := envs[i]
+			start := time.Now()
 			if le.client != nil {
 				_ = le.client.Close()
 			}
 			if err := e.terminate(le); err != nil {
 				errs = append(errs, err)
 			}
+			rec := le.rec
+			if rec == nil {
+				rec = e.observe
+			}
+			rec(Span{Phase: PhaseTeardown, Env: le.name, Start: start, Took: time.Since(start)})
 			if le.counted {
 				e.uncount()
 			}

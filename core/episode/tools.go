@@ -270,7 +270,7 @@ func (e *Engine) listToolset(ctx context.Context, ts *bundle.Toolset) (tools []T
 		}
 	}()
 	for _, name := range ts.Envs {
-		le, err := e.deployEnv(ctx, name, labels)
+		le, err := e.deployEnv(ctx, name, labels, nil)
 		if err != nil {
 			err = fmt.Errorf("toolset %s (task %s): %w", ts.ID, ts.Task.ID, err)
 			var b *briefError

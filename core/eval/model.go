@@ -79,7 +79,18 @@ type OpenAIOptions struct {
 	Retries int
 	// Concurrency sizes the connection pool.
 	Concurrency int
+	// MaxAnswerBytes bounds one answer's body, which is held whole to be
+	// decoded: with Concurrency requests in flight, eval holds at most
+	// about twice this for each. 0: DefaultMaxAnswerBytes.
+	MaxAnswerBytes int64
 }
+
+// DefaultMaxAnswerBytes bounds an answer of the endpoint: a reply of
+// 128k tokens (a whole long context) is under 1 MB of JSON.
+const DefaultMaxAnswerBytes = 4 << 20
+
+// maxErrorBytes bounds what is read of an error answer, for its message.
+const maxErrorBytes = 64 << 10
 
 // OpenAI is a Model behind an OpenAI-compatible /chat/completions
 // endpoint (vLLM, SGLang, a proxy). It sends plain messages and no tools,
@@ -90,9 +101,6 @@ type OpenAI struct {
 	fixed  map[string]json.RawMessage // the request's fields but messages
 	client *http.Client
 }
-
-// maxBody caps one answer of the endpoint.
-const maxBody = 64 << 20
 
 // NewOpenAI checks o and returns the endpoint's Model.
 func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
@@ -105,6 +113,9 @@ func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Minute
+	}
+	if o.MaxAnswerBytes <= 0 {
+		o.MaxAnswerBytes = DefaultMaxAnswerBytes
 	}
 	full := strings.TrimSuffix(u.String(), "/")
 	if !strings.HasSuffix(full, "/chat/completions") {
@@ -195,7 +206,13 @@ func (m *OpenAI) once(parent context.Context, body []byte) (Reply, error) {
 		return Reply{}, &ModelError{Err: err}
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	limit := m.o.MaxAnswerBytes
+	if resp.StatusCode != http.StatusOK {
+		limit = maxErrorBytes // enough for its message
+	} else if resp.ContentLength > limit {
+		return Reply{}, m.tooBig(resp.StatusCode, resp.ContentLength)
+	}
+	raw, err := readAtMost(resp.Body, resp.ContentLength, limit)
 	if err != nil {
 		if parent.Err() != nil {
 			return Reply{}, parent.Err()
@@ -205,13 +222,33 @@ func (m *OpenAI) once(parent context.Context, body []byte) (Reply, error) {
 		}
 		return Reply{}, &ModelError{Status: resp.StatusCode, Err: fmt.Errorf("reading the answer: %w", err)}
 	}
-	if len(raw) > maxBody {
-		return Reply{}, &ModelError{Status: resp.StatusCode, Err: fmt.Errorf("the answer is over %d MiB", maxBody>>20)}
+	if resp.StatusCode == http.StatusOK && int64(len(raw)) > limit {
+		return Reply{}, m.tooBig(resp.StatusCode, -1)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return Reply{}, &ModelError{Status: resp.StatusCode, Err: fmt.Errorf("HTTP %d: %s", resp.StatusCode, errorText(raw))}
 	}
 	return decodeCompletion(raw)
+}
+
+func (m *OpenAI) tooBig(status int, size int64) error {
+	n := fmt.Sprintf("over %d bytes", m.o.MaxAnswerBytes)
+	if size >= 0 {
+		n = fmt.Sprintf("%d bytes, over the bound of %d", size, m.o.MaxAnswerBytes)
+	}
+	return &ModelError{Status: status, Err: fmt.Errorf("the answer is %s: lower max_tokens, or raise --max-answer-bytes", n)}
+}
+
+// readAtMost reads r up to limit+1 bytes, into a buffer sized by the
+// answer's Content-Length when it has one (size >= 0), so that the body
+// is not held twice while a doubling buffer grows past it.
+func readAtMost(r io.Reader, size, limit int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if size >= 0 && size <= limit {
+		buf.Grow(int(size) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r, limit+1))
+	return buf.Bytes(), err
 }
 
 // completion is the part of a chat completion eval reads.

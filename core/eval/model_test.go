@@ -7,6 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -236,5 +239,65 @@ func TestOpenAIRefused(t *testing.T) {
 	var me *ModelError
 	if !errors.As(err, &me) || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("%v", err)
+	}
+}
+
+// peakRSS is this process's peak resident memory (VmHWM), in bytes.
+func peakRSS(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc/self/status")
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM")
+	return 0
+}
+
+// Answers over MaxAnswerBytes are refused after reading at most that
+// much (one that says its length, before reading any), so oversized
+// answers in flight cost a few times the bound each, not 113 MB as
+// under the old 64 MiB bound.
+func TestOpenAIOversizedAnswersAreBounded(t *testing.T) {
+	chunk := []byte(`{"choices": [{"message": {"content": "` + strings.Repeat("x", 1<<20))
+	e := newEndpoint(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			w.Header().Set("Content-Length", strconv.Itoa(1<<30))
+		}
+		for i := 0; i < 256; i++ { // 256 MiB, until the client goes
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	})
+	m, err := NewOpenAI(OpenAIOptions{URL: e.srv.URL + "/v1", Model: "m", Concurrency: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Complete(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "the answer is 1073741824 bytes, over the bound of 4194304") {
+		t.Fatalf("a 1 GiB Content-Length: %v", err)
+	}
+	runtime.GC()
+	before := peakRSS(t)
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() { _, err := m.Complete(context.Background(), nil); errs <- err }()
+	}
+	for range 8 {
+		if err := <-errs; err == nil || !strings.Contains(err.Error(), "the answer is over 4194304 bytes: lower max_tokens, or raise --max-answer-bytes") {
+			t.Errorf("an endless answer: %v", err)
+		}
+	}
+	limit := int64(200 << 20) // the old bound took 8 × 113 MB
+	if raceEnabled {
+		limit *= 5 // the race detector's shadow memory
+	}
+	if grown := peakRSS(t) - before; grown > limit {
+		t.Errorf("8 oversized answers in flight raised the peak memory by %d MiB", grown>>20)
 	}
 }

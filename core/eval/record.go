@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/agentenv/agentenv/core/tempfile"
 )
 
 // Record is one rollout, one line of the results file.
@@ -198,7 +200,7 @@ func (st *resumeState) read(path string, raw []byte, retryFailed bool, check fun
 
 // replaceFile writes b to path through a temp file renamed into place.
 func replaceFile(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	f, err := tempfile.Create(filepath.Dir(path), filepath.Base(path)) // and remove those a killed run left
 	if err != nil {
 		return fmt.Errorf("rewrite %s: %w", path, err)
 	}

@@ -30,8 +30,10 @@ const DefaultSandbox = "local"
 // PluginEnv names the host environment variables first-party plugins get
 // besides those every plugin gets (pluginhost.Options.PluginEnv adds to
 // it): the ECS sandbox's AWS SDK reads its region, credentials, profile and
-// endpoints from AWS_* variables.
-var PluginEnv = map[string][]string{"sandbox-ecs": {"AWS_*"}}
+// endpoints from AWS_* variables; the Kubernetes sandbox finds its
+// kubeconfig in KUBECONFIG, and its API server in a pod through
+// KUBERNETES_SERVICE_HOST and _PORT.
+var PluginEnv = map[string][]string{"sandbox-ecs": {"AWS_*"}, "sandbox-k8s": {"KUBECONFIG", "KUBERNETES_SERVICE_*"}}
 
 // startTimeout bounds starting one plugin (and reaping) at Open.
 const startTimeout = 2 * time.Minute
@@ -71,6 +73,9 @@ type Options struct {
 	ToolFormats   func(name string) (toolformat.Parser, error)
 	// Tune adjusts the engine's configuration (timeouts) before it is built.
 	Tune func(*episode.Config)
+	// Observer hears the engine's phase timings and episode outcomes
+	// (serve: the server's metrics).
+	Observer episode.Observer
 }
 
 // Runtime is an open bundle: its plugins and the engine that plays it.
@@ -137,11 +142,12 @@ func Open(ctx context.Context, dir string, o Options) (_ *Runtime, err error) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
+	sandboxName := o.Sandbox
+	if sandboxName == "" {
+		sandboxName = DefaultSandbox
+	}
 	if r.Sandbox == nil {
-		name := o.Sandbox
-		if name == "" {
-			name = DefaultSandbox
-		}
+		name := sandboxName
 		if r.Sandbox, err = r.Host.Sandbox(sctx, name, o.SandboxConfig); err != nil {
 			return nil, fmt.Errorf("sandbox %q: %w", name, err)
 		}
@@ -179,6 +185,8 @@ func Open(ctx context.Context, dir string, o Options) (_ *Runtime, err error) {
 		Logger:            log.Named("episode"),
 		Warm:              o.Warm,
 		WarmLimit:         o.WarmLimit,
+		SandboxName:       sandboxName,
+		Observer:          o.Observer,
 	}
 	if o.Tune != nil {
 		o.Tune(&cfg)

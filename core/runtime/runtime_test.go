@@ -86,19 +86,26 @@ func testBundle(t *testing.T, envExtra ...string) string {
 	return dir
 }
 
-func openRuntime(t *testing.T, envExtra ...string) *Runtime {
+func openRuntime(t *testing.T, envExtra ...string) *Runtime { return openRuntimeWith(t, nil, envExtra...) }
+
+// openRuntimeWith is openRuntime with tune adjusting the options.
+func openRuntimeWith(t *testing.T, tune func(*Options), envExtra ...string) *Runtime {
 	t.Helper()
 	cfg, _ := json.Marshal(map[string]string{"state_dir": t.TempDir(), "grace": "1s"})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rt, err := Open(ctx, testBundle(t, envExtra...), Options{
+	o := Options{
 		SandboxConfig: cfg, ToolFormat: "hermes", ServerID: "runtime-test", ServersDir: t.TempDir(),
 		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
 		Plugins: pluginhost.Options{
 			SelfExe: "/nonexistent/agentenv", SearchPath: []string{pluginDir}, Builtins: []string{},
 			CachePath: "-", PollInterval: 50 * time.Millisecond,
 		},
-	})
+	}
+	if tune != nil {
+		tune(&o)
+	}
+	rt, err := Open(ctx, testBundle(t, envExtra...), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,6 +127,10 @@ type fakeEpisode struct {
 	closedCh chan struct{}
 }
 
+func (e *fakeEpisode) Abandon(episode.Cause) {}
+
+func (e *fakeEpisode) Result() episode.Result { return episode.Result{EpisodeID: e.id} }
+
 func (e *fakeEpisode) ID() string { return e.id }
 
 func (e *fakeEpisode) State() episode.State {

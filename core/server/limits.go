@@ -55,15 +55,24 @@ func (l HTTPLimits) withDefaults() HTTPLimits {
 	return l
 }
 
+// OpenFilesNeeded is the open-file limit a server with these caps needs
+// (measured: docs/performance.md, one server and thousands of sessions):
+// a descriptor per connection, one per live episode's MCP connection to its
+// env, and room for plugins, listeners and logs.
+func OpenFilesNeeded(maxConnections, maxConcurrentEnvs int) uint64 {
+	return uint64(maxConnections) + uint64(maxConcurrentEnvs) + 256
+}
+
 // httpServer is the http.Server Serve runs, with the limits applied.
 func (s *Server) httpServer() *http.Server {
 	l := s.opts.HTTP
 	var rl syscall.Rlimit
-	// Go raises the soft limit to the hard one at start; below the cap,
-	// descriptors run out before the cap can answer 503.
-	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil && rl.Cur < uint64(l.MaxConnections)+256 {
-		s.log.Warn("the open-file limit is below max connections plus room for envs and plugins; raise it (ulimit -n) or lower --max-connections",
-			"open_file_limit", rl.Cur, "max_connections", l.MaxConnections)
+	// Go raises the soft limit to the hard one at start; below the need,
+	// descriptors run out before the caps can answer.
+	need := OpenFilesNeeded(l.MaxConnections, s.opts.MaxConcurrentEnvs)
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil && rl.Cur < need {
+		s.log.Warn(fmt.Sprintf("the open-file limit (ulimit -n) is %d; this server may need %d: one per connection (--max-connections), one more per live episode (its env's MCP connection, --max-concurrent-envs) and 256 for plugins and logs. Raise the hard limit (ulimit -Hn %d, or LimitNOFILE= in a systemd unit) or lower the caps",
+			rl.Cur, need, need), "open_file_limit", rl.Cur, "max_connections", l.MaxConnections, "max_concurrent_envs", s.opts.MaxConcurrentEnvs)
 	}
 	return &http.Server{
 		Handler:           s.handler,

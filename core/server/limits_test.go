@@ -2,14 +2,18 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // rawGet sends one keep-alive GET on conn and reads the response.
@@ -152,4 +156,35 @@ func TestConnectionCap(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // a poll interval
 	}
+}
+
+// A server whose caps need more open files than ulimit -n allows says so
+// at start, naming the number it needs.
+func TestOpenFileLimitWarning(t *testing.T) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		t.Skip(err)
+	}
+	var logged bytes.Buffer
+	var mu sync.Mutex
+	log := hclog.New(&hclog.LoggerOptions{Output: &lockedWriter{w: &logged, mu: &mu}, Level: hclog.Warn})
+	conns := int(rl.Cur) // with the envs and the room, past the limit
+	startServer(t, Options{Logger: log, MaxConcurrentEnvs: 100, HTTP: HTTPLimits{MaxConnections: conns}})
+	need := OpenFilesNeeded(conns, 100)
+	text := func() string { mu.Lock(); defer mu.Unlock(); return logged.String() }
+	// Serve logs it as it starts, in its goroutine.
+	eventually(t, 10*time.Second, "the open-file warning", func() bool {
+		return strings.Contains(text(), "ulimit -n") && strings.Contains(text(), fmt.Sprint(need))
+	})
+}
+
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -3,22 +3,16 @@ package server
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/agentenv/agentenv/core/episode"
 )
 
-// Episode phases timed by the server. deploy is Start (deploy, setup,
-// first prompt); step is a Step that leaves the episode open; verify is the
-// Step that ends it (its tool calls plus the verifiers and reward);
-// teardown is Close.
-const (
-	phaseDeploy   = "deploy"
-	phaseStep     = "step"
-	phaseVerify   = "verify"
-	phaseTeardown = "teardown"
-)
-
-// metrics are the server's Prometheus series, on a registry of its own so
-// that several servers can live in one process (tests).
-type metrics struct {
+// Metrics are the server's Prometheus series, on a registry of their own
+// so that several servers can live in one process (tests). They are also
+// the episode engine's Observer: give the same Metrics to the engine
+// (episode.Config.Observer) and to the server (Options.Metrics), and the
+// engine's phase timings and episode outcomes show on /metrics.
+type Metrics struct {
 	reg         *prometheus.Registry
 	live        prometheus.Gauge
 	queued      prometheus.Gauge
@@ -27,8 +21,11 @@ type metrics struct {
 	phase       *prometheus.HistogramVec
 	failures    *prometheus.CounterVec
 	episodes    *prometheus.CounterVec
+	outcomes    *prometheus.CounterVec
 	expirations prometheus.Counter
 }
+
+var _ episode.Observer = (*Metrics)(nil)
 
 // latencyBuckets span a sub-millisecond step to a minutes-long deploy.
 var latencyBuckets = []float64{
@@ -36,8 +33,9 @@ var latencyBuckets = []float64{
 	1, 2.5, 5, 10, 30, 60, 120, 300, 600,
 }
 
-func newMetrics(restarts func() float64) *metrics {
-	m := &metrics{
+// NewMetrics makes the series, registered on a registry of their own.
+func NewMetrics() *Metrics {
+	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		live: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "agentenv_episodes_live", Help: "Episodes holding a capacity slot (deploying, in play or tearing down).",
@@ -49,30 +47,74 @@ func newMetrics(restarts func() float64) *metrics {
 			Name: "agentenv_sessions_open", Help: "Open WebSocket sessions.",
 		}),
 		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "agentenv_reset_queue_wait_seconds", Help: "Time a reset waited for a slot.", Buckets: latencyBuckets,
+			Name: "agentenv_reset_queue_wait_seconds", Help: "Time a reset waited for a slot (every reset, those refused CAPACITY_REACHED included).", Buckets: latencyBuckets,
 		}),
 		phase: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "agentenv_episode_phase_seconds", Help: "Latency of episode phases: deploy, step, verify, teardown.", Buckets: latencyBuckets,
-		}, []string{"phase"}),
+			Name: "agentenv_episode_phase_seconds",
+			Help: "Time in each episode phase (queue, deploy, ready, setup, step, tool, verify, teardown), by sandbox and env; tool is part of step.", Buckets: latencyBuckets,
+		}, []string{"phase", "sandbox", "env"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agentenv_errors_total", Help: "Error replies sent, by wire code.",
 		}, []string{"code"}),
 		episodes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agentenv_episodes_total", Help: "Episodes ended, by outcome: done, failed, abandoned (closed before done).",
 		}, []string{"outcome"}),
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentenv_episode_outcomes_total",
+			Help: "Episodes ended and torn down, by outcome, cause and source (infrastructure, model, task, client, none), sandbox and env.",
+		}, []string{"outcome", "cause", "source", "sandbox", "env"}),
 		expirations: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "agentenv_sessions_expired_total", Help: "Sessions closed by the idle timeout.",
 		}),
 	}
-	m.reg.MustRegister(m.live, m.queued, m.sessions, m.queueWait, m.phase, m.failures, m.episodes, m.expirations,
+	m.reg.MustRegister(m.live, m.queued, m.sessions, m.queueWait, m.phase, m.failures, m.episodes, m.outcomes, m.expirations,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, p := range []string{phaseDeploy, phaseStep, phaseVerify, phaseTeardown} {
-		m.phase.WithLabelValues(p) // so every phase shows before its first sample
-	}
-	if restarts != nil {
-		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "agentenv_plugin_restarts_total", Help: "Plugin processes restarted after a crash.",
-		}, restarts))
-	}
 	return m
+}
+
+// Prime makes every phase and outcome series of the sandbox's envs show,
+// at zero, before its first sample (dashboards then read 0, not "no data").
+func (m *Metrics) Prime(sandbox string, envs []string) {
+	for _, env := range envs {
+		for _, p := range episode.Phases {
+			m.phase.WithLabelValues(string(p), sandbox, env)
+		}
+		for _, c := range episode.Causes {
+			outcome := episode.OutcomeFailed
+			switch episode.SourceOf(c) {
+			case episode.SourceNone, episode.SourceModel:
+				outcome = episode.OutcomeDone
+			case episode.SourceClient:
+				outcome = episode.OutcomeAbandoned
+			}
+			if c == episode.CauseServerShutdown {
+				outcome = episode.OutcomeAbandoned
+			}
+			m.outcomes.WithLabelValues(string(outcome), string(c), string(episode.SourceOf(c)), sandbox, env)
+		}
+	}
+}
+
+// ObserveSpan records one phase's time (episode.Observer).
+func (m *Metrics) ObserveSpan(s episode.Span) {
+	m.phase.WithLabelValues(string(s.Phase), s.Sandbox, s.Env).Observe(s.Took.Seconds())
+}
+
+// EpisodeEnded counts an episode's outcome (episode.Observer).
+func (m *Metrics) EpisodeEnded(r episode.Result) {
+	env := ""
+	if envs := r.Envs(); len(envs) > 0 {
+		env = envs[0]
+	}
+	m.outcomes.WithLabelValues(string(r.Outcome), string(r.Cause), string(r.Source()), r.Sandbox, env).Inc()
+}
+
+// registerRestarts adds the plugin restarts counter, read at each scrape.
+func (m *Metrics) registerRestarts(restarts func() float64) {
+	if restarts == nil {
+		return
+	}
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "agentenv_plugin_restarts_total", Help: "Plugin processes restarted after a crash.",
+	}, restarts))
 }

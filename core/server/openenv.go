@@ -45,6 +45,7 @@ var schemas = json.RawMessage(`{
     "tools": {"type": "array", "items": {"type": "object", "description": "OpenAI function schema: {type: function, function: {name, description, parameters}}"}},
     "turn": {"type": "integer", "minimum": 0},
     "metrics": {"type": "object", "additionalProperties": {"type": "number"}, "description": "Set when done: score/<step id>, tool_calls, unparsed_calls, turns, failed."},
+    "times": {"type": "object", "additionalProperties": {"type": "number"}, "description": "Set when done: seconds the episode spent in each phase: queue, deploy, ready, setup, step, tool (part of step), verify, teardown (0 here: it runs after)."},
     "done": {"type": "boolean", "default": false},
     "reward": {"anyOf": [{"type": "number"}, {"type": "null"}], "default": null}
   },

@@ -83,6 +83,10 @@ type Options struct {
 	// off with 503 PREPARING until its Ready is called (readiness.go), so
 	// the server can listen while its envs build. nil: ready at once.
 	Readiness *Readiness
+	// Metrics are the series /metrics serves (nil = new ones). Give the
+	// episode engine the same ones as its Observer for phase timings and
+	// outcomes; a Metrics serves one Server.
+	Metrics *Metrics
 	// ErrorDetail sends clients the full detail of DEPLOY_FAILED errors
 	// (server paths, env command lines, env output, which may print an
 	// env's secrets); by default they get the env and a short cause, and
@@ -111,7 +115,7 @@ type Server struct {
 	opts     Options
 	log      hclog.Logger
 	token    tokenCheck
-	metrics  *metrics
+	metrics  *Metrics
 	adm      *admission
 	conns    *connLimiter
 	upgrader websocket.Upgrader
@@ -168,11 +172,15 @@ func New(opts Options) (*Server, error) {
 		opts:     opts,
 		log:      opts.Logger,
 		token:    newTokenCheck(opts.Token),
-		metrics:  newMetrics(opts.PluginRestarts),
+		metrics:  opts.Metrics,
 		sessions: map[*session]struct{}{},
 		stopping: make(chan struct{}),
 	}
 	s.opts.Token = "" // only the digest stays
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
+	s.metrics.registerRestarts(opts.PluginRestarts)
 	s.conns = newConnLimiter(opts.HTTP.MaxConnections, s.metrics.reg, s.log)
 	s.adm = newAdmission(opts.MaxConcurrentEnvs, func(active, queued int) {
 		s.metrics.live.Set(float64(active))

@@ -114,7 +114,7 @@ func (s *session) run() {
 			}
 			s.log.Info("session idle, closing", "idle_timeout", s.srv.opts.IdleTimeout, "episode", s.lastID())
 			s.srv.metrics.expirations.Inc()
-			s.closeEpisode("abandoned")
+			s.closeEpisode("abandoned", episode.CauseIdleTimeout)
 			s.closeConn(websocket.CloseNormalClosure, "idle timeout")
 			s.cancel()
 			return
@@ -126,7 +126,7 @@ func (s *session) run() {
 // a disconnect just cleans up.
 func (s *session) finish() {
 	if s.srv.draining.Load() {
-		s.closeEpisode("abandoned")
+		s.closeEpisode("abandoned", episode.CauseServerShutdown)
 		if !s.sentStop {
 			s.sendError(&wireError{Code: CodeShuttingDown, Message: "server is shutting down; the episode was closed"})
 		}
@@ -134,7 +134,7 @@ func (s *session) finish() {
 		return
 	}
 	s.log.Debug("session disconnected", "episode", s.lastID())
-	s.closeEpisode("abandoned")
+	s.closeEpisode("abandoned", episode.CauseClientClosed)
 	s.conn.Close()
 }
 
@@ -222,7 +222,7 @@ func (s *session) handle(f frame) bool {
 	case "state":
 		s.send(encodeState(s.state()))
 	case "close":
-		s.closeEpisode("abandoned")
+		s.closeEpisode("abandoned", episode.CauseClientClosed)
 		s.closeConn(websocket.CloseNormalClosure, "")
 		s.cancel()
 		return false
@@ -262,7 +262,7 @@ func (s *session) reset(msg inbound) {
 		s.sendError(werr)
 		return
 	}
-	s.closeEpisode("abandoned") // a reset replaces the episode in play
+	s.closeEpisode("abandoned", episode.CauseClientClosed) // a reset replaces the episode in play
 	s.last = nil
 
 	wait := s.srv.opts.ResetWait
@@ -271,7 +271,8 @@ func (s *session) reset(msg inbound) {
 	}
 	start := time.Now()
 	err := s.srv.adm.acquire(s.ctx, wait)
-	s.srv.metrics.queueWait.Observe(time.Since(start).Seconds())
+	rd.Req.Queued = time.Since(start)
+	s.srv.metrics.queueWait.Observe(rd.Req.Queued.Seconds())
 	switch {
 	case err == nil:
 	case errors.Is(err, errCapacity):
@@ -297,16 +298,14 @@ func (s *session) reset(msg inbound) {
 	s.mu.Unlock()
 	if aborted {
 		// Shutdown looked before this episode existed; it is ours to close.
-		s.closeEpisode("abandoned")
+		s.closeEpisode("abandoned", episode.CauseServerShutdown)
 		s.replyFailure(errShuttingDown)
 		return
 	}
-	t0 := time.Now()
 	obs, err := ep.Start(s.ctx)
-	s.srv.metrics.phase.WithLabelValues(phaseDeploy).Observe(time.Since(t0).Seconds())
 	if err != nil {
 		s.log.Info("episode failed to start", "episode", ep.ID(), "error", err)
-		s.closeEpisode(s.failureOutcome())
+		s.closeEpisode(s.failureOutcome(), episode.CauseClientClosed)
 		s.replyFailureOf(err, ep.ID())
 		return
 	}
@@ -332,17 +331,11 @@ func (s *session) step(msg inbound) {
 		s.sendError(werr)
 		return
 	}
-	t0 := time.Now()
 	obs, err := ep.Step(s.ctx, reply)
-	phase := phaseStep
-	if err == nil && obs.Done {
-		phase = phaseVerify
-	}
-	s.srv.metrics.phase.WithLabelValues(phase).Observe(time.Since(t0).Seconds())
 	if err != nil {
 		if episode.CodeOf(err) != episode.CodeValidation || s.srv.draining.Load() {
 			s.log.Info("episode failed", "episode", ep.ID(), "error", err)
-			s.closeEpisode(s.failureOutcome())
+			s.closeEpisode(s.failureOutcome(), episode.CauseClientClosed)
 		}
 		s.replyFailure(err)
 		return
@@ -355,12 +348,12 @@ func (s *session) step(msg inbound) {
 func (s *session) reply(obs episode.Observation) {
 	b, err := encodeObservation(obs)
 	if err != nil {
-		s.closeEpisode("failed")
+		s.closeEpisode("failed", "")
 		s.sendError(&wireError{Code: CodeExecution, Message: "episode " + s.lastID() + ": " + err.Error()})
 		return
 	}
 	if obs.Done {
-		s.closeEpisode("done") // in the background: the reply does not wait
+		s.closeEpisode("done", "") // in the background: the reply does not wait
 	}
 	s.send(b)
 }
@@ -388,8 +381,9 @@ func (s *session) replyFailureOf(err error, id string) {
 
 // closeEpisode ends the episode in play, if any: its outcome is counted
 // now, and it is torn down in the background, its slot freed once its envs
-// are gone (so live envs never exceed the capacity).
-func (s *session) closeEpisode(outcome string) {
+// are gone (so live envs never exceed the capacity). cause is why, should
+// it not have ended yet (a shutdown under way overrides it).
+func (s *session) closeEpisode(outcome string, cause episode.Cause) {
 	s.mu.Lock()
 	ep := s.ep
 	s.ep = nil
@@ -397,17 +391,21 @@ func (s *session) closeEpisode(outcome string) {
 	if ep == nil {
 		return
 	}
+	if s.srv.draining.Load() {
+		cause = episode.CauseServerShutdown
+	}
+	if cause != "" {
+		ep.Abandon(cause)
+	}
 	s.srv.metrics.episodes.WithLabelValues(outcome).Inc()
 	s.srv.closing.Add(1)
 	go func() {
 		defer s.srv.closing.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), s.srv.opts.TeardownTimeout)
 		defer cancel()
-		t0 := time.Now()
 		if err := ep.Close(ctx); err != nil {
 			s.log.Warn("episode teardown failed", "episode", ep.ID(), "error", err)
 		}
-		s.srv.metrics.phase.WithLabelValues(phaseTeardown).Observe(time.Since(t0).Seconds())
 		s.srv.adm.release()
 	}()
 }
@@ -419,6 +417,9 @@ func (s *session) abort() {
 	s.aborted = true
 	ep := s.ep
 	s.mu.Unlock()
+	if ep != nil {
+		ep.Abandon(episode.CauseServerShutdown) // before the cancel cuts a call in flight short
+	}
 	s.cancel()
 	if ep != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), s.srv.opts.TeardownTimeout)

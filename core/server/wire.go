@@ -279,6 +279,7 @@ type wireObservation struct {
 	Tools     []openAITool       `json:"tools,omitempty"`
 	Turn      int                `json:"turn"`
 	Metrics   map[string]float64 `json:"metrics,omitempty"`
+	Times     map[string]float64 `json:"times,omitempty"`
 }
 
 // openAITool is a tool as the server sends it: an OpenAI function schema,
@@ -326,7 +327,7 @@ func encodeObservation(o episode.Observation) ([]byte, error) {
 	d := observationData{
 		Observation: wireObservation{
 			EpisodeID: o.EpisodeID, TaskID: o.TaskID, Messages: msgs,
-			Tools: openAITools(o.Tools), Turn: o.Turn, Metrics: o.Metrics,
+			Tools: openAITools(o.Tools), Turn: o.Turn, Metrics: o.Metrics, Times: o.Times,
 		},
 		Done: o.Done,
 	}

@@ -104,7 +104,7 @@ func tokenText(raw json.RawMessage) (string, error) {
 // transformers. The error wraps fs.ErrNotExist when the config is missing.
 func LoadConfig(dir string) (*Config, error) {
 	path := filepath.Join(dir, ConfigFile)
-	data, err := os.ReadFile(path)
+	data, err := readModelFile(path, MaxConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("reading the tokenizer config: %w", err)
 	}
@@ -113,7 +113,7 @@ func LoadConfig(dir string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	jinja := filepath.Join(dir, ChatTemplateFile)
-	tmpl, err := os.ReadFile(jinja)
+	tmpl, err := readModelFile(jinja, MaxTemplateBytes)
 	switch {
 	case err == nil:
 		c.ChatTemplate, c.TemplateSource = string(tmpl), ChatTemplateFile

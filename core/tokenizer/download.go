@@ -164,9 +164,16 @@ func (h *Hub) fetch(ctx context.Context, repo, rev string, f hubFile, blobs stri
 	}
 	res.tmp = tmp.Name()
 	sum := sha256.New()
-	_, err = io.Copy(io.MultiWriter(tmp, sum), resp.Body)
+	// An endpoint that sends more than any model's file is refused
+	// before it fills the disk.
+	limit := maxBytes(f.name)
+	n, err := io.Copy(io.MultiWriter(tmp, sum), io.LimitReader(resp.Body, limit+1))
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && n > limit {
+		os.Remove(res.tmp)
+		return res, "", fmt.Errorf("%s: %s sent more than %d bytes, over the limit for this file: check HF_ENDPOINT", where, h.endpoint(), limit)
 	}
 	if err != nil {
 		os.Remove(res.tmp)

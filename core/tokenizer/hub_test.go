@@ -205,8 +205,8 @@ func TestHubDownloadsIntoTheCache(t *testing.T) {
 	if f.hubRequests() != n {
 		t.Errorf("the second call went to the Hub")
 	}
-	if tok.Count("hello") != 1 || cfg.EOSToken != "<|x|>" || cfg.ChatTemplate != "{{ messages }}" {
-		t.Errorf("loaded %d tokens, config %+v", tok.Count("hello"), cfg)
+	if countOf(t, tok, "hello") != 1 || cfg.EOSToken != "<|x|>" || cfg.ChatTemplate != "{{ messages }}" {
+		t.Errorf("loaded %d tokens, config %+v", countOf(t, tok, "hello"), cfg)
 	}
 }
 

@@ -70,12 +70,13 @@ func next(s string, i int) (r rune, cls uint8, size int) {
 	return r, runeClass(r), size
 }
 
-func (f llamaFinder) matches(s string, yield func(start, end int)) {
+func (f llamaFinder) matches(s string, yield func(start, end int)) error {
 	for i := 0; i < len(s); {
 		end := f.matchAt(s, i)
 		yield(i, end)
 		i = end
 	}
+	return nil
 }
 
 // matchAt returns the end of the match starting at i, trying the pattern's

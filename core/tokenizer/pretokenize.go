@@ -1,21 +1,24 @@
 package tokenizer
 
 import (
+	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
 )
 
 // preStep is one pre-tokenizer: it cuts a piece of text into smaller pieces
-// and hands each non-empty one to emit, in order.
+// and hands each non-empty one to emit, in order. It fails only when a
+// pattern ran out of its match time (see matchTimeout).
 type preStep interface {
-	split(s string, emit func(string))
+	split(s string, emit func(string)) error
 }
 
 // finder lists the matches of a pattern in s, left to right, as byte offsets.
 type finder interface {
-	matches(s string, yield func(start, end int))
+	matches(s string, yield func(start, end int)) error
 }
 
 // behavior is a Split pre-tokenizer's "behavior": what becomes of each match.
@@ -51,9 +54,9 @@ type segment struct {
 	match      bool
 }
 
-func (p *splitStep) split(s string, emit func(string)) {
+func (p *splitStep) split(s string, emit func(string)) error {
 	if s == "" {
-		return
+		return nil
 	}
 	if f, ok := p.find.(llamaFinder); ok && p.behavior == isolated && !p.invert {
 		// The usual case, without the closures below: its matches tile s.
@@ -62,7 +65,7 @@ func (p *splitStep) split(s string, emit func(string)) {
 			emit(s[i:end])
 			i = end
 		}
-		return
+		return nil
 	}
 	out := func(start, end int) {
 		if start < end {
@@ -118,19 +121,22 @@ func (p *splitStep) split(s string, emit func(string)) {
 		}
 	}
 	prev := 0
-	p.find.matches(s, func(start, end int) {
+	if err := p.find.matches(s, func(start, end int) {
 		if prev < start {
 			take(segment{prev, start, false})
 		}
 		take(segment{start, end, true})
 		prev = end
-	})
+	}); err != nil {
+		return err
+	}
 	if prev < len(s) {
 		take(segment{prev, len(s), false})
 	}
 	if have {
 		out(pending.start, pending.end)
 	}
+	return nil
 }
 
 // byteLevelStep is the ByteLevel pre-tokenizer. The mapping of bytes to its
@@ -144,30 +150,38 @@ type byteLevelStep struct {
 // gpt2Pattern is the split HF's ByteLevel applies when use_regex is true.
 const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 
-func (b *byteLevelStep) split(s string, emit func(string)) {
+func (b *byteLevelStep) split(s string, emit func(string)) error {
 	if s == "" {
-		return
+		return nil
 	}
 	if b.addPrefixSpace && !strings.HasPrefix(s, " ") {
 		s = " " + s
 	}
 	if b.gpt2 == nil {
 		emit(s)
-		return
+		return nil
 	}
-	b.gpt2.split(s, emit)
+	return b.gpt2.split(s, emit)
 }
 
 // chain runs steps in order: each piece of one step goes through the rest.
-func chain(steps []preStep, s string, emit func(string)) {
+func chain(steps []preStep, s string, emit func(string)) error {
 	switch len(steps) {
 	case 0:
 		emit(s)
+		return nil
 	case 1: // the usual case (a Split, the ByteLevel step being a no-op): no closure per piece
-		steps[0].split(s, emit)
-	default:
-		steps[0].split(s, func(piece string) { chain(steps[1:], piece, emit) })
+		return steps[0].split(s, emit)
 	}
+	var err error
+	if serr := steps[0].split(s, func(piece string) {
+		if err == nil {
+			err = chain(steps[1:], piece, emit)
+		}
+	}); err == nil {
+		err = serr
+	}
+	return err
 }
 
 // regexFinder runs a pattern through regexp2, a backtracking engine with the
@@ -177,11 +191,32 @@ type regexFinder struct {
 	re *regexp2.Regexp
 }
 
-func (f regexFinder) matches(s string, yield func(start, end int)) {
+// matchTimeout bounds the work of one match of a Split pattern. A pattern
+// that backtracks catastrophically (`(a|aa)+$` on a long run of a's) would
+// spin for hours; HF's engine, Oniguruma, stops such a match at a retry
+// limit, and regexp2 offers a time limit instead. A real pre-tokenizer
+// pattern matches in microseconds, so a second is far from any of them.
+var matchTimeout = time.Second
+
+// PatternError is a Split pattern that ran out of its match time.
+type PatternError struct {
+	Pattern string
+	Timeout time.Duration
+}
+
+func (e *PatternError) Error() string {
+	return fmt.Sprintf("the pre-tokenizer's Split regex %q took over %v to find one match, as a pattern that backtracks catastrophically does "+
+		"(HF's tokenizers stop such a match at a retry limit and fail too); fix the pattern in tokenizer.json or take the model's own file", e.Pattern, e.Timeout)
+}
+
+func (f regexFinder) matches(s string, yield func(start, end int)) error {
 	runes := []rune(s)
 	m, err := f.re.FindRunesMatch(runes)
-	if err != nil || m == nil {
-		return
+	if err != nil {
+		return f.failed()
+	}
+	if m == nil {
+		return nil
 	}
 	// byte offset of rune k, filled as far as needed
 	off, k := 0, 0
@@ -198,22 +233,29 @@ func (f regexFinder) matches(s string, yield func(start, end int)) {
 		end := at(m.Index + m.Length)
 		yield(start, end) // an empty match still splits, as in HF
 		if m, err = f.re.FindNextMatch(m); err != nil {
-			return
+			return f.failed()
 		}
 	}
+	return nil
+}
+
+// failed is the error of a match that timed out, the only error regexp2
+// returns; its own holds the whole input, which may be a long prompt.
+func (f regexFinder) failed() error {
+	return &PatternError{Pattern: f.re.String(), Timeout: f.re.MatchTimeout}
 }
 
 // literalFinder matches a plain string (a Split with a String pattern).
 type literalFinder struct{ lit string }
 
-func (f literalFinder) matches(s string, yield func(start, end int)) {
+func (f literalFinder) matches(s string, yield func(start, end int)) error {
 	if f.lit == "" {
-		return
+		return nil
 	}
 	for i := 0; ; {
 		j := strings.Index(s[i:], f.lit)
 		if j < 0 {
-			return
+			return nil
 		}
 		yield(i+j, i+j+len(f.lit))
 		i += j + len(f.lit)

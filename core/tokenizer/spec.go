@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -92,6 +93,13 @@ func build(spec *fileSpec) (*Tokenizer, error) {
 	if !byteLevel {
 		return nil, fmt.Errorf("pre_tokenizer has no ByteLevel step: only byte-level BPE tokenizers " +
 			"(Qwen2/Qwen3, Llama-3, GPT-2 style) are supported")
+	}
+	for i, a := range spec.AddedTokens {
+		// HF's tokenizers reads an id as a u32 and refuses the file
+		// otherwise; such an id is a broken file, not one to guess at.
+		if a.ID < 0 || a.ID > math.MaxUint32 {
+			return nil, fmt.Errorf("added_tokens[%d] (%q) has id %d, which is not a token id (0 to %d); the file is broken: take the model's own tokenizer.json", i, a.Content, a.ID, uint32(math.MaxUint32))
+		}
 	}
 	t := &Tokenizer{model: model, normalize: normalize, steps: steps, addedContent: map[int]string{}}
 	toks := addedIDs(spec.AddedTokens, spec.Model.Vocab)
@@ -412,5 +420,6 @@ func compilePattern(p string) (finder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("regex %q: %w", p, err)
 	}
+	re.MatchTimeout = matchTimeout
 	return regexFinder{re: re}, nil
 }

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -52,7 +51,7 @@ func FromJSON(data []byte) (*Tokenizer, error) {
 
 // LoadFile reads a tokenizer.json file.
 func LoadFile(path string) (*Tokenizer, error) {
-	data, err := os.ReadFile(path)
+	data, err := readModelFile(path, MaxTokenizerBytes)
 	if err != nil {
 		return nil, fmt.Errorf("reading the tokenizer: %w", err)
 	}
@@ -87,39 +86,52 @@ func Load(dir string) (*Tokenizer, error) {
 // Encode returns the token ids of text, as HF's
 // tokenizer.encode(text, add_special_tokens=False): special tokens written
 // in the text (<|im_start|>) become their ids, and no BOS/EOS is added.
-// Text that is not valid UTF-8 is read with each bad byte as U+FFFD.
-func (t *Tokenizer) Encode(text string) []int {
+// Text that is not valid UTF-8 is read with each bad byte as U+FFFD. It
+// fails only when a Split pattern runs out of its match time (a
+// *PatternError).
+func (t *Tokenizer) Encode(text string) ([]int, error) {
 	return t.appendIDs(make([]int, 0, len(text)/3+1), text)
 }
 
 var idsPool = sync.Pool{New: func() any { s := make([]int, 0, 4096); return &s }}
 
 // Count returns len(Encode(text)) without keeping the ids.
-func (t *Tokenizer) Count(text string) int {
+func (t *Tokenizer) Count(text string) (int, error) {
 	p := idsPool.Get().(*[]int)
-	ids := t.appendIDs((*p)[:0], text)
+	ids, err := t.appendIDs((*p)[:0], text)
 	n := len(ids)
 	if cap(ids) <= 1<<20 {
 		*p = ids[:0]
 		idsPool.Put(p)
 	}
-	return n
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
-func (t *Tokenizer) appendIDs(out []int, text string) []int {
+func (t *Tokenizer) appendIDs(out []int, text string) ([]int, error) {
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
+	var err error
 	word := func(w string) { out = t.model.appendWord(out, w) }
 	token := func(id int) { out = append(out, id) }
-	pretokenize := func(s string) { chain(t.steps, s, word) }
+	pretokenize := func(s string) {
+		if err == nil {
+			err = chain(t.steps, s, word)
+		}
+	}
 	t.added.split(text, func(s string) {
+		if err != nil {
+			return // the rest is not worth the work
+		}
 		if t.normalize != nil {
 			s = t.normalize(s)
 		}
 		t.addedNormalized.split(s, pretokenize, token)
 	}, token)
-	return out
+	return out, err
 }
 
 // Decode turns ids back into text (special tokens included as written).

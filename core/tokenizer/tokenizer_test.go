@@ -72,15 +72,15 @@ func TestEncodeTiny(t *testing.T) {
 		{"e\u0301", []int{0xC3, 0xA9}},                // NFC first: é
 	}
 	for _, tt := range tests {
-		got := tok.Encode(tt.text)
+		got := encodeOf(t, tok, tt.text)
 		if !equalIDs(got, tt.want) {
 			t.Errorf("Encode(%q) = %v, want %v", tt.text, got, tt.want)
 		}
-		if n := tok.Count(tt.text); n != len(tt.want) {
+		if n := countOf(t, tok, tt.text); n != len(tt.want) {
 			t.Errorf("Count(%q) = %d, want %d", tt.text, n, len(tt.want))
 		}
 	}
-	if got, err := tok.Decode(tok.Encode("<|x|>hello world")); err != nil || got != "<|x|>hello world" {
+	if got, err := tok.Decode(encodeOf(t, tok, "<|x|>hello world")); err != nil || got != "<|x|>hello world" {
 		t.Errorf("Decode = %q, %v", got, err)
 	}
 	if _, err := tok.Decode([]int{99999}); err == nil || !strings.Contains(err.Error(), "99999") {
@@ -170,7 +170,7 @@ func TestLegacyMergesAndIgnoreMerges(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"hello world", "hell or hello", "world"} {
-		if a, b := pairs.Encode(s), lines.Encode(s); !equalIDs(a, b) {
+		if a, b := encodeOf(t, pairs, s), encodeOf(t, lines, s); !equalIDs(a, b) {
 			t.Errorf("%q: pairs %v, lines %v", s, a, b)
 		}
 	}
@@ -181,10 +181,10 @@ func TestLegacyMergesAndIgnoreMerges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ignore.Encode("dog"); !equalIDs(got, []int{2000}) {
+	if got := encodeOf(t, ignore, "dog"); !equalIDs(got, []int{2000}) {
 		t.Errorf("ignore_merges: %v", got)
 	}
-	if got := pairs.Encode("dog"); len(got) != 3 {
+	if got := encodeOf(t, pairs, "dog"); len(got) != 3 {
 		t.Errorf("without ignore_merges: %v", got)
 	}
 }
@@ -196,14 +196,14 @@ func TestSplitSpecialTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := tok.Encode("<|x|>"); !equalIDs(got, []int{263}) {
+	if got := encodeOf(t, tok, "<|x|>"); !equalIDs(got, []int{263}) {
 		t.Errorf("special token: %v", got)
 	}
 	writeFile(t, filepath.Join(dir, ConfigFile), `{"split_special_tokens": true}`)
 	if tok, err = Load(dir); err != nil {
 		t.Fatal(err)
 	}
-	if got := tok.Encode("<|x|>"); len(got) != 5 {
+	if got := encodeOf(t, tok, "<|x|>"); len(got) != 5 {
 		t.Errorf("split_special_tokens: %v, want the 5 bytes", got)
 	}
 	writeFile(t, filepath.Join(dir, ConfigFile), `{"split_special_tokens": tru`)
@@ -231,8 +231,8 @@ func TestConcurrentEncode(t *testing.T) {
 			defer wg.Done()
 			for i := range exp.Cases {
 				c := exp.Cases[(i*7+g*13)%len(exp.Cases)]
-				if got := tok.Encode(c.Text); !equalIDs(got, c.IDs) {
-					t.Errorf("goroutine %d, %q: %v", g, c.Text, got)
+				if got, err := tok.Encode(c.Text); err != nil || !equalIDs(got, c.IDs) {
+					t.Errorf("goroutine %d, %q: %v, %v", g, c.Text, got, err)
 					return
 				}
 			}
@@ -361,4 +361,24 @@ func TestQwen3Config(t *testing.T) {
 	if c.EOSToken != "<|im_end|>" || c.BOSToken != "" || !strings.Contains(c.ChatTemplate, "<|im_start|>") {
 		t.Errorf("eos %q bos %q template %.60q", c.EOSToken, c.BOSToken, c.ChatTemplate)
 	}
+}
+
+// encodeOf is tok.Encode(s), failing the test on an error.
+func encodeOf(t testing.TB, tok *Tokenizer, s string) []int {
+	t.Helper()
+	ids, err := tok.Encode(s)
+	if err != nil {
+		t.Fatalf("Encode(%.40q): %v", s, err)
+	}
+	return ids
+}
+
+// countOf is tok.Count(s), failing the test on an error.
+func countOf(t testing.TB, tok *Tokenizer, s string) int {
+	t.Helper()
+	n, err := tok.Count(s)
+	if err != nil {
+		t.Fatalf("Count(%.40q): %v", s, err)
+	}
+	return n
 }

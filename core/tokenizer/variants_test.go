@@ -53,7 +53,7 @@ func TestComponentsMatchHuggingFace(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, c := range exp.Cases {
-				if got := tok.Encode(c.Text); !equalIDs(got, c.IDs) {
+				if got := encodeOf(t, tok, c.Text); !equalIDs(got, c.IDs) {
 					t.Errorf("%q:\n got %v\nwant %v", c.Text, got, c.IDs)
 				}
 			}

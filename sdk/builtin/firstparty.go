@@ -14,6 +14,8 @@ var firstParty = []FirstParty{
 		Package: modulePrefix + "plugins/reward-mean"},
 	{Kind: sdk.KindSandbox, Name: "ecs", Tag: "no_ecs",
 		Package: modulePrefix + "plugins/sandbox-ecs"},
+	{Kind: sdk.KindSandbox, Name: "k8s", Tag: "no_k8s",
+		Package: modulePrefix + "plugins/sandbox-k8s"},
 	{Kind: sdk.KindSandbox, Name: "local", Tag: "no_local",
 		Package: modulePrefix + "plugins/sandbox-local"},
 	{Kind: sdk.KindToolFormat, Name: "hermes", Tag: "no_hermes",

@@ -32,6 +32,7 @@ type evalOptions struct {
 	attempts, resetTimeout                                int
 	tokenVar, apiKeyVar, extraBody                        string
 	modelTimeout                                          time.Duration
+	maxAnswerBytes                                        int64
 }
 
 // Exit codes of eval besides 0 (every rollout scored) and 1 (an error).
@@ -120,6 +121,7 @@ See docs/eval.md.`,
 	f.StringVar(&o.apiKeyVar, "api-key-var", "OPENAI_API_KEY", "environment variable holding the endpoint's API key (sent as a Bearer token when set)")
 	f.StringVar(&o.extraBody, "extra-body", "", `more request fields for the endpoint, as a JSON object: '{"top_p": 0.95, "seed": 1}'`)
 	f.DurationVar(&o.modelTimeout, "model-timeout", 10*time.Minute, "the longest one model request may take; past it the rollout fails")
+	f.Int64Var(&o.maxAnswerBytes, "max-answer-bytes", eval.DefaultMaxAnswerBytes, "the largest answer body the endpoint may send; past it the rollout fails (each answer in flight holds up to about twice this)")
 	markRequired(cmd, "model-url", "model", "tokenizer")
 	return cmd
 }
@@ -140,7 +142,7 @@ func runEval(ctx context.Context, url string, o evalOptions, changed func(string
 		return errors.New("--sft-min-reward goes with --sft-out")
 	}
 	mo := eval.OpenAIOptions{URL: o.modelURL, Model: o.model, APIKey: os.Getenv(o.apiKeyVar), MaxTokens: o.maxTokens,
-		Extra: json.RawMessage(o.extraBody), Timeout: o.modelTimeout, Retries: 2, Concurrency: o.concurrency}
+		Extra: json.RawMessage(o.extraBody), Timeout: o.modelTimeout, Retries: 2, Concurrency: o.concurrency, MaxAnswerBytes: o.maxAnswerBytes}
 	if changed("temperature") {
 		mo.Temperature = &o.temperature
 	}
@@ -160,6 +162,7 @@ func runEval(ctx context.Context, url string, o evalOptions, changed func(string
 	if err != nil {
 		return fmt.Errorf("--tokenizer %s: %w", o.tokenizer, err)
 	}
+	defer tmpl.Close() // its worker processes
 	bar := newProgressBar(stderr)
 	eo := eval.Options{
 		Server: url, Token: token, Split: o.split, Limit: o.limit, Samples: o.samples, Concurrency: o.concurrency,

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"sort"
 	"syscall"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/agentenv/agentenv/core/bundle"
 	"github.com/agentenv/agentenv/core/episode"
 	"github.com/agentenv/agentenv/core/pluginhost"
 	"github.com/agentenv/agentenv/core/runtime"
@@ -66,7 +68,7 @@ Flags override the [serve] table of --config. See docs/serving.md.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Addr, "addr", o.Addr, "address to listen on")
-	f.StringVar(&o.Sandbox, "sandbox", o.Sandbox, "sandbox plugin: local, ecs (docs/ecs.md), or any agentenv-sandbox-<name>")
+	f.StringVar(&o.Sandbox, "sandbox", o.Sandbox, "sandbox plugin: local, ecs (docs/ecs.md), k8s (docs/kubernetes.md), or any agentenv-sandbox-<name>")
 	f.StringArrayVar(&sandboxConfig, "sandbox-config", nil, "sandbox setting as key=value (value parsed as JSON when it is JSON), or a .json/.toml file of settings; repeatable")
 	f.StringVar(&o.Reward, "reward", o.Reward, "reward for tasks with several scores: a reward plugin name (mean), or score:<step id>")
 	f.StringVar(&o.ToolFormat, "tool-format", o.ToolFormat, "default tool-call format of replies (a reset may name another)")
@@ -134,11 +136,12 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 	defer ln.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	metrics := server.NewMetrics()
 	rt, err := runtime.Open(ctx, dir, runtime.Options{
 		Sandbox: o.Sandbox, SandboxConfig: sandboxCfg, Reward: o.Reward, ToolFormat: o.ToolFormat,
 		ServerID: serverID, Logger: log, Plugins: pluginhost.Options{ReloadOnSIGHUP: true},
 		Tune: func(c *episode.Config) { c.Limits = o.Limits.episodeLimits() },
-		Warm: o.Warm, WarmLimit: o.MaxConcurrentEnvs,
+		Warm: o.Warm, WarmLimit: o.MaxConcurrentEnvs, Observer: metrics,
 	})
 	if err != nil {
 		return sandboxConfigHint(err, o.SandboxConfig)
@@ -151,7 +154,9 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 	// The server listens while the envs build (minutes on a cold machine):
 	// /health says "preparing" and everything else PREPARING until then.
 	ready := server.NewReadiness(rt.Engine.EnvNames())
+	metrics.Prime(sandboxLabel(o.Sandbox), envNames(b))
 	srv, err := server.New(server.Options{
+		Metrics:           metrics,
 		Player:            rt.Engine,
 		Catalog:           server.NewBundleCatalog(b),
 		Info:              info,
@@ -240,6 +245,24 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 		os.Exit(1)
 		return nil
 	}
+}
+
+// sandboxLabel is the sandbox's name as metrics label it.
+func sandboxLabel(name string) string {
+	if name == "" {
+		return runtime.DefaultSandbox
+	}
+	return name
+}
+
+// envNames lists the bundle's envs, sorted.
+func envNames(b *bundle.Bundle) []string {
+	names := make([]string, 0, len(b.Envs))
+	for n := range b.Envs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func isLoopback(a net.Addr) bool {

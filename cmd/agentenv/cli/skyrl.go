@@ -97,6 +97,7 @@ func runSkyrlRows(ctx context.Context, url, outDir string, o skyrlRowsOptions, t
 	if err != nil {
 		return fmt.Errorf("--tokenizer %s: %w", o.tokenizer, err)
 	}
+	defer tmpl.Close() // its worker processes
 	cat, err := skyrl.NewHTTPCatalog(url, token)
 	if err != nil {
 		return err

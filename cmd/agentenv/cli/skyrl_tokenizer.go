@@ -57,6 +57,9 @@ func loadChatTemplate(ref string, stderr io.Writer) (string, skyrl.TokenizerConf
 		return "", skyrl.TokenizerConfig{}, err
 	}
 	out := skyrl.TokenizerConfig{ChatTemplate: cfg.ChatTemplate, BOSToken: cfg.BOSToken, EOSToken: cfg.EOSToken}
+	if cfg.TemplateSource != "" {
+		out.Source = filepath.Join(dir, cfg.TemplateSource) // the errors of a template name its file
+	}
 	// Templates may also use pad_token and unk_token, which transformers
 	// passes as it passes bos and eos.
 	out.PadToken, out.UnkToken = specialTokens(filepath.Join(dir, tokenizer.ConfigFile))

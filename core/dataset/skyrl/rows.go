@@ -7,6 +7,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
+
+	"github.com/agentenv/agentenv/core/tempfile"
 )
 
 // EnvClass is the env_class of every row: the skyrl-gym env registered
@@ -55,9 +57,10 @@ const rowGroupRows = 1024
 // writeParquet writes rows to a temp file in dir, for name, tagged
 // agentenv.rows=kind in the file's metadata. It returns the temp file's
 // path for the caller to rename (so several files land together), or
-// removes it on error.
+// removes it on error. Temp files for name that a killed run left are
+// removed first.
 func writeParquet[T any](dir, name string, rows []T, kind string) (tmp string, err error) {
-	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	f, err := tempfile.Create(dir, name) // and remove those a killed run left
 	if err != nil {
 		return "", fmt.Errorf("write %s: %w", name, err)
 	}

@@ -1,13 +1,14 @@
 package skyrl
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/ardanlabs/jinja"
 )
 
 // TokenizerConfig is what a chat template needs from a model's
@@ -19,6 +20,9 @@ type TokenizerConfig struct {
 	EOSToken     string
 	PadToken     string
 	UnkToken     string
+	// Source names the file the template came from, for errors; "" is
+	// "the chat template".
+	Source string
 }
 
 // Message is one chat message of a prompt.
@@ -33,10 +37,15 @@ type Message struct {
 // keys in their order, raise_exception, strftime_now, the special tokens,
 // and tools/documents/add_generation_prompt as keyword arguments. It is
 // safe for concurrent use.
+//
+// A template comes from a tokenizer folder, which is not to be trusted:
+// it is compiled and rendered in worker processes with bounded stack,
+// memory, time and output (see sandbox.go), so that a template that
+// recurses, loops or prints without end fails its render, naming the
+// file, instead of crashing or exhausting this process. Close stops them.
 type ChatTemplate struct {
-	tmpl    *jinja.Template
 	escText bool // the template's text holds \u2028 or \u2029
-	special map[string]jinja.Value
+	pool    *renderPool
 	// Now is the clock strftime_now reads; nil is time.Now.
 	Now func() time.Time
 }
@@ -44,7 +53,7 @@ type ChatTemplate struct {
 // errRaised marks an error the template raised with raise_exception.
 var errRaised = errors.New("the chat template refused the prompt")
 
-// NewChatTemplate compiles cfg's template.
+// NewChatTemplate compiles cfg's template (in a worker process).
 func NewChatTemplate(cfg TokenizerConfig) (*ChatTemplate, error) {
 	if strings.TrimSpace(cfg.ChatTemplate) == "" {
 		return nil, errors.New("the tokenizer has no chat template (tokenizer_config.json's chat_template, or chat_template.jinja)")
@@ -52,27 +61,37 @@ func NewChatTemplate(cfg TokenizerConfig) (*ChatTemplate, error) {
 	if strings.Contains(cfg.ChatTemplate, holeStart) {
 		return nil, errors.New("the chat template holds U+E000, which the writer uses as a marker")
 	}
-	tmpl, err := jinja.Compile(cfg.ChatTemplate)
-	if err != nil {
-		return nil, fmt.Errorf("compile the chat template: %w", err)
-	}
-	t := &ChatTemplate{tmpl: tmpl, escText: hasLineSepEscape(cfg.ChatTemplate), special: map[string]jinja.Value{}}
+	init := workerInit{Template: cfg.ChatTemplate, Special: map[string]string{}, MaxMemory: workerMaxMemory, Timeout: renderTimeout}
 	// transformers passes the special tokens the tokenizer has
 	// (special_tokens_map): a token it lacks is undefined, not "".
 	for name, tok := range map[string]string{"bos_token": cfg.BOSToken, "eos_token": cfg.EOSToken, "pad_token": cfg.PadToken, "unk_token": cfg.UnkToken} {
 		if tok != "" {
-			t.special[name] = jinja.NewString(tok)
+			init.Special[name] = tok
 		}
 	}
+	pool, err := newRenderPool(init, cfg.Source)
+	if err != nil {
+		return nil, err
+	}
+	t := &ChatTemplate{escText: hasLineSepEscape(cfg.ChatTemplate), pool: pool}
+	// A template dropped without Close still stops its workers.
+	runtime.AddCleanup(t, func(p *renderPool) { p.close() }, pool)
 	return t, nil
 }
+
+// Close stops the template's worker processes; a render after Close
+// fails.
+func (t *ChatTemplate) Close() { t.pool.close() }
 
 // reservedKwargs are apply_chat_template's own arguments: Python refuses
 // a template keyword argument of the same name.
 var reservedKwargs = map[string]bool{"messages": true, "tools": true, "documents": true, "add_generation_prompt": true}
 
 // Kwargs is a parsed --chat-template-kwargs object.
-type Kwargs struct{ v *jsonValue }
+type Kwargs struct {
+	v   *jsonValue
+	raw string
+}
 
 // ParseKwargs reads a JSON object of template keyword arguments, such as
 // SkyRL's generator.chat_template_kwargs ({"enable_thinking": false}).
@@ -93,7 +112,7 @@ func ParseKwargs(raw string) (Kwargs, error) {
 			return Kwargs{}, fmt.Errorf("chat template kwargs: %q is apply_chat_template's own argument, not a template setting", k)
 		}
 	}
-	return Kwargs{v: v}, nil
+	return Kwargs{v: v, raw: raw}, nil
 }
 
 // Tools is a parsed list of tools (OpenAI function schemas), kept in
@@ -101,10 +120,21 @@ func ParseKwargs(raw string) (Kwargs, error) {
 type Tools struct {
 	v     *jsonValue
 	names []string
+	raw   []byte
+	id    string // names raw for the workers, which keep each one parsed
 }
+
+// MaxToolsBytes bounds a toolset's tools: every prompt of the toolset
+// carries them, and 2 MiB of schemas is some 500,000 tokens, past any
+// model's context; a larger list would only cost minutes and gigabytes per
+// prompt before the length check refused it.
+const MaxToolsBytes = 2 << 20
 
 // ParseTools reads a JSON list of tools; what names it in errors.
 func ParseTools(raw []byte, what string) (Tools, error) {
+	if len(raw) > MaxToolsBytes {
+		return Tools{}, fmt.Errorf("%s: %d bytes of tool schemas, over the bound of %d (about 500,000 tokens, longer than a model's context, which every prompt would carry): give the toolset fewer or shorter tools", what, len(raw), MaxToolsBytes)
+	}
 	v, err := parseJSONValue(raw, what)
 	if err != nil {
 		return Tools{}, err
@@ -112,7 +142,8 @@ func ParseTools(raw []byte, what string) (Tools, error) {
 	if !v.plain.IsList() {
 		return Tools{}, fmt.Errorf("%s: want a JSON list of tools", what)
 	}
-	t := Tools{v: v}
+	sum := sha256.Sum256(raw)
+	t := Tools{v: v, raw: raw, id: hex.EncodeToString(sum[:16])}
 	for i, tool := range v.plain.AsList().Items {
 		name := ""
 		if tool.IsDict() {
@@ -202,7 +233,7 @@ func holeError(parts []*jsonValue, err error) error {
 	var paths []string
 	for _, p := range parts {
 		for _, h := range p.holes {
-			paths = append(paths, fmt.Sprintf("%s (transformers prints %s, the Go template engine %s)", h.path, h.pyText, printedGo(h)))
+			paths = append(paths, fmt.Sprintf("%s (transformers prints %s, the Go template engine %s)", h.at, h.pyText, printedGo(h)))
 		}
 	}
 	sort.Strings(paths)
@@ -225,101 +256,19 @@ func printedGo(h hole) string {
 }
 
 func (t *ChatTemplate) render(messages []Message, tools Tools, addGen bool, kwargs Kwargs, marked bool) (string, error) {
-	data := make(map[string]jinja.Value, 8+len(t.special))
-	for k, v := range t.special {
-		data[k] = v
-	}
-	msgs := make([]jinja.Value, len(messages))
-	for i, m := range messages {
-		d := jinja.NewDict()
-		d.AsDict().Set("role", jinja.NewString(m.Role))
-		d.AsDict().Set("content", jinja.NewString(m.Content))
-		msgs[i] = d
-	}
-	data["messages"] = jinja.NewList(msgs)
-	data["tools"] = jinja.None()
-	if tools.v != nil {
-		data["tools"] = copyValue(pick(tools.v, marked))
-	}
-	data["documents"] = jinja.None()
-	data["add_generation_prompt"] = jinja.NewBool(addGen)
-	data["raise_exception"] = jinja.NewCallable("raise_exception", raiseException)
-	data["strftime_now"] = jinja.NewCallable("strftime_now", t.strftimeNow)
-	if kwargs.v != nil {
-		kw := pick(kwargs.v, marked).AsDict()
-		for _, k := range kw.Keys {
-			data[k] = copyValue(kw.Data[k])
-		}
-	}
-	out, err := t.tmpl.RenderValues(data)
-	if err != nil {
-		if errors.Is(err, errRaised) {
-			return "", err
-		}
-		return "", fmt.Errorf("render the chat template: %w", err)
-	}
-	return out, nil
-}
-
-func pick(v *jsonValue, marked bool) jinja.Value {
-	if marked {
-		return v.marked
-	}
-	return v.plain
-}
-
-// copyValue copies lists and dicts, so that a template that changes its
-// data (list.append; transformers' sandbox forbids it, this engine does
-// not) cannot change the tools other renders share.
-func copyValue(v jinja.Value) jinja.Value {
-	switch {
-	case v.IsList():
-		items := make([]jinja.Value, len(v.AsList().Items))
-		for i, it := range v.AsList().Items {
-			items[i] = copyValue(it)
-		}
-		return jinja.NewList(items)
-	case v.IsDict():
-		src := v.AsDict()
-		d := jinja.NewDict()
-		dst := d.AsDict()
-		dst.Keys = make([]string, len(src.Keys))
-		copy(dst.Keys, src.Keys)
-		dst.Data = make(map[string]jinja.Value, len(src.Data))
-		for k, it := range src.Data {
-			dst.Data[k] = copyValue(it)
-		}
-		return d
-	}
-	return v
-}
-
-func raiseException(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-	msg := ""
-	if len(args) > 0 {
-		msg = args[0].String()
-		if args[0].IsString() {
-			msg = args[0].AsString()
-		}
-	}
-	return jinja.Undefined(), fmt.Errorf("%w: %s", errRaised, msg)
-}
-
-// strftimeNow is transformers' strftime_now(format): the local time in
-// Python's strftime format.
-func (t *ChatTemplate) strftimeNow(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-	if len(args) != 1 || !args[0].IsString() {
-		return jinja.Undefined(), errors.New("strftime_now takes one format string")
-	}
 	now := time.Now()
 	if t.Now != nil {
 		now = t.Now()
 	}
-	s, err := strftime(now, args[0].AsString())
-	if err != nil {
-		return jinja.Undefined(), err
+	zone, offset := now.Zone()
+	req := &renderRequest{Messages: messages, AddGen: addGen, Marked: marked, Now: now.UnixNano(), Zone: zone, Offset: offset}
+	if tools.v != nil {
+		req.ToolsID, req.toolsRaw, req.ToolsPrefix = tools.id, tools.raw, tools.v.prefix
 	}
-	return jinja.NewString(s), nil
+	if kwargs.v != nil {
+		req.Kwargs, req.KwargsPrefix = kwargs.raw, kwargs.v.prefix
+	}
+	return t.pool.render(req)
 }
 
 // strftime formats tm as Python's (C locale) strftime does for the

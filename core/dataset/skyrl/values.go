@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -33,8 +34,8 @@ const (
 
 // hole is one value the engine prints unlike Python, in each form.
 type hole struct {
-	path                   string // where it is, for errors: tools[0].function.parameters...
-	goJSON, goText, goRepr string // tojson, {{ }}, inside a printed list or dict
+	at                     *jsonPath // where it is, for errors: tools[0].function.parameters...
+	goJSON, goText, goRepr string    // tojson, {{ }}, inside a printed list or dict
 	pyJSON, pyText, pyRepr string
 }
 
@@ -47,6 +48,9 @@ type jsonValue struct {
 	// and Python's does not; escText: a string holds the text \u2028 or
 	// \u2029, which would make those escapes ambiguous in the output.
 	lineSep, escText bool
+	// prefix starts the ids of this document's holes; a worker parsing
+	// the same document again takes the same one.
+	prefix string
 }
 
 var holePrefix atomic.Int64
@@ -55,10 +59,15 @@ var holePrefix atomic.Int64
 // *jinja.Dict, as Python's dict keeps it) and int versus float (as
 // Python's json.loads does). what names the document in errors.
 func parseJSONValue(raw []byte, what string) (*jsonValue, error) {
+	return parseJSONValueAs(raw, what, strconv.FormatInt(holePrefix.Add(1), 10))
+}
+
+// parseJSONValueAs is parseJSONValue with the holes' id prefix given.
+func parseJSONValueAs(raw []byte, what, prefix string) (*jsonValue, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	p := &jsonParser{dec: dec, v: &jsonValue{holes: map[string]hole{}}, prefix: strconv.FormatInt(holePrefix.Add(1), 10)}
-	plain, marked, err := p.value(what)
+	p := &jsonParser{dec: dec, v: &jsonValue{holes: map[string]hole{}, prefix: prefix}, prefix: prefix}
+	plain, marked, err := p.value(&jsonPath{seg: what}, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -75,17 +84,55 @@ type jsonParser struct {
 	prefix string
 }
 
-func (p *jsonParser) value(path string) (plain, marked jinja.Value, err error) {
+// maxJSONDepth bounds the nesting of the tools and kwargs: real schemas
+// nest a dozen levels, and Python's json and Jinja2 recurse, so a deeper
+// document fails under transformers too.
+const maxJSONDepth = 200
+
+// jsonPath is where a value sits in its document, built into text only
+// for an error: a path per value, as text, costs the square of the depth.
+type jsonPath struct {
+	parent *jsonPath
+	seg    string // a key, or the document's name
+	index  int    // in a list, when seg is ""
+}
+
+// String is the path as tools[0].function.name, each key cut to 40
+// bytes.
+func (p *jsonPath) String() string {
+	var segs []string
+	for ; p != nil; p = p.parent {
+		switch {
+		case p.parent == nil:
+			segs = append(segs, p.seg)
+		case p.seg == "":
+			segs = append(segs, "["+strconv.Itoa(p.index)+"]")
+		default:
+			k := p.seg
+			if len(k) > 40 {
+				k = strings.ToValidUTF8(k[:40], "") + "…"
+			}
+			segs = append(segs, "."+k)
+		}
+	}
+	slices.Reverse(segs)
+	return strings.Join(segs, "")
+}
+
+func (p *jsonParser) value(path *jsonPath, depth int) (plain, marked jinja.Value, err error) {
 	tok, err := p.dec.Token()
 	if err != nil {
 		return plain, marked, fmt.Errorf("%s: not valid JSON: %w", path, err)
 	}
 	switch t := tok.(type) {
 	case json.Delim:
+		if depth >= maxJSONDepth {
+			return plain, marked, fmt.Errorf("%s: nests deeper than %d levels, which no tool schema needs", path, maxJSONDepth)
+		}
 		if t == '[' {
 			var pl, mk []jinja.Value
 			for i := 0; p.dec.More(); i++ {
-				a, b, err := p.value(fmt.Sprintf("%s[%d]", path, i))
+				a, b, err := p.value(&jsonPath{parent: path, index: i}, depth+1)
 				if err != nil {
 					return plain, marked, err
 				}
@@ -101,7 +148,11 @@ func (p *jsonParser) value(path string) (plain, marked jinja.Value, err error) {
 			}
 			key := tok.(string)
 			p.noteString(key)
-			a, b, err := p.value(path + "." + key)
+			seg := key
+			if seg == "" {
+				seg = `""` // not a list index
+			}
+			a, b, err := p.value(&jsonPath{parent: path, seg: seg}, depth+1)
 			if err != nil {
 				return plain, marked, err
 			}
@@ -127,14 +178,14 @@ func (p *jsonParser) value(path string) (plain, marked jinja.Value, err error) {
 }
 
 // close reads the ] or } that ends a list or object.
-func (p *jsonParser) close(path string) error {
+func (p *jsonParser) close(path *jsonPath) error {
 	if _, err := p.dec.Token(); err != nil {
 		return fmt.Errorf("%s: not valid JSON: %w", path, err)
 	}
 	return nil
 }
 
-func (p *jsonParser) number(path string, n json.Number) (plain, marked jinja.Value, err error) {
+func (p *jsonParser) number(path *jsonPath, n json.Number) (plain, marked jinja.Value, err error) {
 	s := n.String()
 	if !strings.ContainsAny(s, ".eE") {
 		i, err := strconv.ParseInt(s, 10, 64)
@@ -157,9 +208,9 @@ func (p *jsonParser) number(path string, n json.Number) (plain, marked jinja.Val
 }
 
 // hole records a value printed unlike Python and returns its marker.
-func (p *jsonParser) hole(path, goJSON, goText, goRepr, pyJSON, pyText, pyRepr string) jinja.Value {
+func (p *jsonParser) hole(path *jsonPath, goJSON, goText, goRepr, pyJSON, pyText, pyRepr string) jinja.Value {
 	id := p.prefix + ":" + strconv.Itoa(len(p.v.holes))
-	p.v.holes[id] = hole{path: path, goJSON: goJSON, goText: goText, goRepr: goRepr, pyJSON: pyJSON, pyText: pyText, pyRepr: pyRepr}
+	p.v.holes[id] = hole{at: path, goJSON: goJSON, goText: goText, goRepr: goRepr, pyJSON: pyJSON, pyText: pyText, pyRepr: pyRepr}
 	return jinja.NewString(holeStart + "\x01" + id + holeEnd)
 }
 
@@ -290,7 +341,7 @@ func fillHoles(out string, holes func(id string) (hole, bool), py bool) (string,
 			before, after = before[:len(before)-1], after[1:]
 			form = func(j, t, r string) string { return r }
 		case escaped:
-			return "", fmt.Errorf("%w (at %s)", errHoleUsed, h.path)
+			return "", fmt.Errorf("%w (at %s)", errHoleUsed, h.at)
 		}
 		b.WriteString(before)
 		if py {

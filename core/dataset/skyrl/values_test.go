@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentenv/agentenv/core/dataset/skyrl/oracles"
 )
@@ -214,5 +215,43 @@ func TestRenderTemplateWithEscapeText(t *testing.T) {
 	}
 	if _, err := tmpl.Render([]Message{{Role: "user", Content: "a\u2029b"}}, Tools{}, true, Kwargs{}); err == nil {
 		t.Fatal("U+2029 in the prompt and \\u2028 in the template: no error")
+	}
+}
+
+// Tools that would cost minutes per prompt are refused at once: over
+// MaxToolsBytes, nested past maxJSONDepth (200 KB nested 100,000 deep
+// took almost 4 minutes, the square of the depth), and a long key over
+// many values no longer costs its length per value.
+func TestParseToolsBounds(t *testing.T) {
+	tool := func(params string) []byte {
+		return []byte(`[{"type": "function", "function": {"name": "f", "parameters": ` + params + `}}]`)
+	}
+	for _, c := range []struct {
+		name string
+		raw  []byte
+		want string // "" parses
+	}{
+		{"over the size bound", tool(`{"description": "` + strings.Repeat("a", MaxToolsBytes) + `"}`), "bytes of tool schemas, over the bound of 2097152"},
+		{"deep nesting", tool(strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)), "tools[0].function.parameters[0][0]"},
+		{"at the depth bound", tool(strings.Repeat("[", maxJSONDepth-3) + strings.Repeat("]", maxJSONDepth-3)), ""},
+		{"a long key over many holes", tool(`{"` + strings.Repeat("k", 1<<20) + `": [` + strings.Repeat("null, 1.0, ", 80_000) + `null]}`), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			done := make(chan error, 1)
+			go func() { _, err := ParseTools(c.raw, "tools"); done <- err }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(time.Minute):
+				t.Fatal("ParseTools still running after a minute")
+			}
+			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+				t.Fatalf("err = %.300v, want %q", err, c.want)
+			}
+		})
+	}
+	_, err := ParseTools(tool(strings.Repeat("[", 300)+strings.Repeat("]", 300)), "tools")
+	if err == nil || !strings.Contains(err.Error(), "nests deeper than 200 levels") {
+		t.Errorf("err = %.300v", err)
 	}
 }

@@ -21,9 +21,10 @@ import (
 // Counter counts the tokens of a rendered prompt as the model's tokenizer
 // does (apply_chat_template(..., tokenize=True)): special tokens written
 // in the text, such as <|im_start|>, count as one each. It must be safe
-// for concurrent use.
+// for concurrent use. It fails on a tokenizer that cannot count the text
+// (a Split pattern that backtracks without end).
 type Counter interface {
-	Count(text string) int
+	Count(text string) (int, error)
 }
 
 // ToolFormats are the tool-call formats the env reads.
@@ -268,12 +269,17 @@ func pickSplits(ctx context.Context, cat Catalog, want []string) ([]Split, error
 		return nil, fmt.Errorf("list the splits: %w", err)
 	}
 	var names []string
+	seen := map[string]bool{}
 	for _, s := range all {
 		names = append(names, s.Name)
 		// The split names a file: refuse what would leave outDir.
 		if s.Name == "" || s.Name == "." || s.Name == ".." || strings.ContainsAny(s.Name, `/\`) || strings.HasPrefix(s.Name, ".") {
 			return nil, fmt.Errorf("the server has a split named %q, which cannot name a file", s.Name)
 		}
+		if seen[s.Name] {
+			return nil, fmt.Errorf("the server lists the split %s twice", s.Name)
+		}
+		seen[s.Name] = true
 	}
 	if len(want) == 0 {
 		return all, nil
@@ -301,19 +307,34 @@ func pickSplits(ctx context.Context, cat Catalog, want []string) ([]Split, error
 	return out, nil
 }
 
+// MaxSplitTasks bounds the size of a split a server may report: far over
+// any real split, and under what the rows of one would take to hold.
+const MaxSplitTasks = 10_000_000
+
 // ListSplit reads a split's tasks a page at a time, checking each
-// task's index.
+// task's index. What the server says is checked before it is used: a size
+// out of range, a page longer than asked, a task without an id.
 func ListSplit(ctx context.Context, cat Catalog, s Split) ([]TaskEntry, error) {
 	const page = 1000
-	out := make([]TaskEntry, 0, s.Size)
+	if s.Size < 0 || s.Size > MaxSplitTasks {
+		return nil, fmt.Errorf("list split %s: the server says it has %d tasks, which is not a split size (0 to %d): is the URL an agentenv server's?", s.Name, s.Size, MaxSplitTasks)
+	}
+	out := make([]TaskEntry, 0, min(s.Size, page)) // grows as the pages come, not by what the server claims
 	for start := 0; start < s.Size; start += page {
-		got, err := cat.Tasks(ctx, s.Name, start, min(s.Size, start+page))
+		stop := min(s.Size, start+page)
+		got, err := cat.Tasks(ctx, s.Name, start, stop)
 		if err != nil {
 			return nil, fmt.Errorf("list split %s: %w", s.Name, err)
+		}
+		if len(got) > stop-start {
+			return nil, fmt.Errorf("list split %s: asked for tasks %d to %d, the server sent %d", s.Name, start, stop, len(got))
 		}
 		for i, e := range got {
 			if e.Index != start+i {
 				return nil, fmt.Errorf("list split %s: task %s has index %d, want %d", s.Name, e.TaskID, e.Index, start+i)
+			}
+			if e.TaskID == "" {
+				return nil, fmt.Errorf("list split %s: the task at index %d has no task_id", s.Name, e.Index)
 			}
 		}
 		out = append(out, got...)
@@ -357,7 +378,13 @@ func renderTasks(ctx context.Context, cat Catalog, tmpl *ChatTemplate, counter C
 			if t.prompt, err = tmpl.TaskPrompt(t.id, t.toolset, info.Prompt, tools[t.toolset], o.Kwargs); err != nil {
 				return err
 			}
-			t.length = PromptLength{TaskID: t.id, Tokens: counter.Count(t.prompt.Text), FilterTokens: counter.Count(t.prompt.FilterText)}
+			t.length = PromptLength{TaskID: t.id}
+			if t.length.Tokens, err = counter.Count(t.prompt.Text); err == nil {
+				t.length.FilterTokens, err = counter.Count(t.prompt.FilterText)
+			}
+			if err != nil {
+				return fmt.Errorf("task %s: count the prompt's tokens: %w", t.id, err)
+			}
 			t.prompt.Text, t.prompt.FilterText = "", "" // counted; free them
 			if o.Progress != nil {
 				mu.Lock()

@@ -22,7 +22,7 @@ import (
 // wordCounter stands in for the model's tokenizer: a token a word.
 type wordCounter struct{}
 
-func (wordCounter) Count(s string) int { return len(strings.Fields(s)) }
+func (wordCounter) Count(s string) (int, error) { return len(strings.Fields(s)), nil }
 
 // fakeServer serves a small catalogue over agentenv serve's endpoints:
 // train has two tasks, eval one, all three; two toolsets.
@@ -34,6 +34,8 @@ type fakeServer struct {
 	tools       map[string]string
 	tasks       map[string]Task
 	splits      map[string][]TaskEntry
+	splitList   []Split // GET /splits
+	wholeLists  bool    // send a split's whole list whatever the range asked
 }
 
 const oddTools = `[{"type": "function", "function": {"name": "tune", "description": "Tunes — 调整 <x>", "parameters": {"type": "object", "properties": {"gain": {"type": "number", "default": 1.0}, "mode": {"type": ["string", "null"], "default": null}}}}}]`
@@ -57,6 +59,7 @@ func newFakeServer(t *testing.T) (*fakeServer, *httptest.Server) {
 		"eval":  {{0, "day/eval-001", "ts-grid"}},
 		"all":   {{0, "day/eval-001", "ts-grid"}, {1, "day/train-001", "ts-grid"}, {2, "day/train-002", "ts-odd"}},
 	}
+	f.splitList = []Split{{"all", 3}, {"eval", 1}, {"train", 2}}
 	mux := http.NewServeMux()
 	send := func(w http.ResponseWriter, code int, v any) {
 		w.Header().Set("Content-Type", "application/json")
@@ -74,7 +77,7 @@ func newFakeServer(t *testing.T) (*fakeServer, *httptest.Server) {
 	}
 	mux.HandleFunc("GET /metadata", auth(func(w http.ResponseWriter, r *http.Request) { send(w, 200, map[string]any{"name": "fakegrid"}) }))
 	mux.HandleFunc("GET /splits", auth(func(w http.ResponseWriter, r *http.Request) {
-		send(w, 200, map[string]any{"splits": []Split{{"all", 3}, {"eval", 1}, {"train", 2}}})
+		send(w, 200, map[string]any{"splits": f.splitList})
 	}))
 	mux.HandleFunc("GET /splits/{split}/tasks", auth(func(w http.ResponseWriter, r *http.Request) {
 		list, ok := f.splits[r.PathValue("split")]
@@ -84,6 +87,9 @@ func newFakeServer(t *testing.T) (*fakeServer, *httptest.Server) {
 		}
 		start, _ := strconv.Atoi(r.URL.Query().Get("start"))
 		stop, _ := strconv.Atoi(r.URL.Query().Get("stop"))
+		if f.wholeLists {
+			start, stop = 0, len(list)
+		}
 		send(w, 200, map[string]any{"size": len(list), "tasks": list[start:min(stop, len(list))]})
 	}))
 	mux.HandleFunc("GET /tasks/{id...}", auth(func(w http.ResponseWriter, r *http.Request) {
@@ -125,6 +131,16 @@ func TestWriteRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "data")
+	// What a run killed mid-write left (writer pid gone): this run removes it.
+	os.MkdirAll(out, 0o755)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	leftover := filepath.Join(out, fmt.Sprintf(".all.parquet.tmp-%d-12345", dead.Process.Pid))
+	if err := os.WriteFile(leftover, []byte("PAR1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	o := testOptions(srv.URL + "/")
 	o.TokenVar = "MY_TOKEN"
 	var progress []int
@@ -301,6 +317,29 @@ func TestWriteRefusals(t *testing.T) {
 		setup: func(f *fakeServer, _ *Options, token *string) { f.token, *token = "right", "wrong" },
 		is:    ErrUnauthorized,
 		wants: []string{"list the splits: GET /splits: the server refused the token"},
+	}, {
+		name:  "negative split size",
+		setup: func(f *fakeServer, _ *Options, _ *string) { f.splitList[1].Size = -1 },
+		wants: []string{"list split eval: the server says it has -1 tasks, which is not a split size"},
+	}, {
+		name:  "huge split size",
+		setup: func(f *fakeServer, _ *Options, _ *string) { f.splitList[1].Size = 1e11 },
+		wants: []string{"list split eval: the server says it has 100000000000 tasks"},
+	}, {
+		name: "longer page than asked",
+		setup: func(f *fakeServer, _ *Options, _ *string) {
+			f.splits["eval"] = append(f.splits["eval"], f.splits["all"][1:]...)
+			f.wholeLists = true
+		},
+		wants: []string{"list split eval: asked for tasks 0 to 1, the server sent 3"},
+	}, {
+		name:  "task without an id",
+		setup: func(f *fakeServer, _ *Options, _ *string) { f.splits["eval"][0].TaskID = "" },
+		wants: []string{"list split eval: the task at index 0 has no task_id"},
+	}, {
+		name:  "split listed twice",
+		setup: func(f *fakeServer, _ *Options, _ *string) { f.splitList[2].Name = "eval" },
+		wants: []string{"the server lists the split eval twice"},
 	}, {
 		name:  "unknown split",
 		setup: func(_ *fakeServer, o *Options, _ *string) { o.Splits = []string{"train", "test"} },

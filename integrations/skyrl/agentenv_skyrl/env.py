@@ -23,6 +23,11 @@ log = logging.getLogger("agentenv_skyrl")
 # The metrics the env reports for each rollout; aggregate_metrics logs their
 # means as avg_<key>, which SkyRL prefixes with environment/.
 _COUNTS = ("tool_calls", "unparsed_calls")
+# The phases of the final observation's `times` passed on as time/<phase>
+# (seconds): SkyRL logs environment/avg_time/deploy beside its own
+# generate/trajectory_time_env_*. The teardown runs after the episode, so it
+# is only in the server's metrics.
+_PHASES = ("queue", "deploy", "ready", "setup", "step", "tool", "verify")
 
 
 class AgentEnvTextEnv(BaseTextEnv):
@@ -107,7 +112,7 @@ class AgentEnvTextEnv(BaseTextEnv):
             self.close()
             raise AgentEnvError(f"{self.row.where()}: the episode ended without a reward ({reward!r}); no replay changes that")
         self._done = True
-        self._record(observation.get("metrics") or {})
+        self._record(observation.get("metrics") or {}, observation.get("times") or {})
         return _output(messages, float(reward), True)
 
     def close(self) -> None:
@@ -148,11 +153,15 @@ class AgentEnvTextEnv(BaseTextEnv):
         self._metrics = {"attempts": 1, "failed": 1}
         self.close()
 
-    def _record(self, metrics: Mapping[str, Any]) -> None:
+    def _record(self, metrics: Mapping[str, Any], times: Mapping[str, Any]) -> None:
         kept: Dict[str, float] = {"attempts": 1, "failed": 0}
         for key, value in metrics.items():
-            if (key.startswith("score/") or key in _COUNTS) and isinstance(value, (int, float)) and not isinstance(value, bool):
+            if (key.startswith("score/") or key in _COUNTS) and _number(value):
                 kept[key] = float(value)
+        if isinstance(times, Mapping):
+            for phase in _PHASES:
+                if _number(times.get(phase)):
+                    kept[f"time/{phase}"] = float(times[phase])
         self._metrics = kept
 
     def _check_tools(self, observation: Mapping[str, Any]) -> None:
@@ -167,6 +176,10 @@ class AgentEnvTextEnv(BaseTextEnv):
     def _episode_id(self) -> str:
         label = "".join(c if c.isalnum() or c in "-_." else "-" for c in self._label)[:120]
         return f"skyrl-{label + '-' if label else ''}a{self._attempt}-{uuid.uuid4().hex[:12]}"
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _output(observations: List[Dict[str, str]], reward: float, done: bool) -> BaseTextEnvStepOutput:

@@ -15,6 +15,15 @@ from agentenv_skyrl import AgentEnvError
 from agentenv_skyrl.env import AgentEnvTextEnv
 
 
+def counts(metrics):
+    """The metrics but the phase times."""
+    return {k: v for k, v in metrics.items() if not k.startswith("time/")}
+
+
+def times(metrics):
+    return {k: v for k, v in metrics.items() if k.startswith("time/")}
+
+
 def make_env(row, max_turns=4):
     extras = {k: v for k, v in row.items() if k not in ("prompt", "env_class")}
     extras["max_turns"] = max_turns
@@ -39,7 +48,11 @@ def test_optimal_and_idle_reach_their_grades(gridsim):
     assert m["environment/avg_tool_calls"] == pytest.approx(5 / 3)  # 2, 2, 1
     assert m["environment/avg_unparsed_calls"] == 0.0
     assert all(k.startswith("environment/avg_") for k in m if k.startswith("environment/"))
-    assert out["env_metrics"][2] == {"attempts": 1, "failed": 0, "score/grade": 0.2, "tool_calls": 1.0, "unparsed_calls": 0.0}
+    assert counts(out["env_metrics"][2]) == {"attempts": 1, "failed": 0, "score/grade": 0.2, "tool_calls": 1.0, "unparsed_calls": 0.0}
+    # The server's phase times, passed on: SkyRL logs environment/avg_time/<phase>.
+    assert set(times(out["env_metrics"][2])) == {f"time/{p}" for p in ("queue", "deploy", "ready", "setup", "step", "tool", "verify")}
+    assert m["environment/avg_time/deploy"] > 0 and m["environment/avg_time/step"] > 0
+    assert m["environment/avg_time/tool"] <= m["environment/avg_time/step"]
 
 
 def test_steps_return_tool_messages_and_the_reward_on_the_last(gridsim):
@@ -58,7 +71,7 @@ def test_steps_return_tool_messages_and_the_reward_on_the_last(gridsim):
     assert last == {"observations": [], "reward": 0.2, "done": True, "metadata": {}, "postprocessed_action": None}
     # The good call of that reply ran, the broken block came back unparsed (docs/tool-formats.md).
     assert [m["role"] for m in second["observations"]] == ["tool", "tool"]
-    assert env.get_metrics() == {"attempts": 1, "failed": 0, "score/grade": 0.2, "tool_calls": 2.0, "unparsed_calls": 1.0}
+    assert counts(env.get_metrics()) == {"attempts": 1, "failed": 0, "score/grade": 0.2, "tool_calls": 2.0, "unparsed_calls": 1.0}
     env.close()
 
 

@@ -1,0 +1,158 @@
+// Command trainstep plays what a SkyRL training step plays against a real
+// `agentenv serve`, through the Go client, and reports where the time goes.
+//
+// A step is N rollouts of up to T turns each, C of them at once, in groups
+// of G rollouts per task (SkyRL's n_samples_per_prompt); each rollout opens
+// its own WebSocket session (as agentenv_skyrl's env does), resets its task,
+// and answers each observation with the next scripted reply after a think
+// time that stands for the model's generation. A rollout the env fails is
+// played again from the start, up to --attempts, as AgentEnvGenerator does.
+//
+// For each sandbox it reports per rollout the env time by phase (from the
+// final observation's times), per step the wall time, the server's CPU
+// time and peak RSS (agentenv serve and its plugin processes), and floors
+// measured in the same run: the sandbox's bare deploy (the env process
+// started by hand, a bare `docker run`, the ECS stand-in's own container
+// start) and a bare MCP tool call on an env. docs/performance.md has the
+// results and the commands.
+//
+//	go run ./bench/trainstep --sandboxes process,docker,docker-warm,ecs -n 32 -c 8 -g 4 -t 4 --steps 2
+//
+// `trainstep sessions` measures one server holding thousands of sessions
+// (sessions.go):
+//
+//	go run ./bench/trainstep sessions --idle 10000 --live 2000 --episodes 20000
+//
+// Kubernetes joins as one more entry of the sandboxes table (sandboxes.go)
+// once plugins/sandbox-k8s lands: its serve flags and its floor (a bare pod).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	bundle   string
+	agentenv string
+	split    string
+	n, c, g  int
+	turns    int
+	steps    int
+	think    time.Duration
+	attempts int
+	replies  []string
+	floors   int
+	cpuScale float64
+}
+
+func main() {
+	do := run
+	if len(os.Args) > 1 && os.Args[1] == "sessions" {
+		do = func() error { return runSessions(os.Args[2:]) }
+	}
+	if err := do(); err != nil {
+		fmt.Fprintln(os.Stderr, "trainstep:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var o options
+	var sandboxes, repliesFile string
+	flag.StringVar(&sandboxes, "sandboxes", "process", "comma-separated: "+strings.Join(sandboxNames(), ", "))
+	flag.StringVar(&o.bundle, "bundle", "examples/gridsim", "the bundle to serve (the scripted replies are GridSim's unless --replies)")
+	flag.StringVar(&o.agentenv, "agentenv", "", "agentenv binary (default: built from this checkout)")
+	flag.StringVar(&o.split, "split", "train", "split the rollouts' tasks come from")
+	flag.IntVar(&o.n, "n", 32, "rollouts per step")
+	flag.IntVar(&o.c, "c", 8, "rollouts at once (SkyRL's max_env_workers)")
+	flag.IntVar(&o.g, "g", 4, "rollouts per task (n_samples_per_prompt)")
+	flag.IntVar(&o.turns, "t", 4, "turns at most per rollout (the reset's max_turns)")
+	flag.IntVar(&o.steps, "steps", 2, "steps per sandbox (the first includes the cold start)")
+	flag.DurationVar(&o.think, "think", 0, "time the scripted model takes per reply")
+	flag.IntVar(&o.attempts, "attempts", 3, "attempts per rollout (replays of rollouts the env failed)")
+	flag.StringVar(&repliesFile, "replies", "", "file of model replies, one JSON string per line, played in order (the last one ends the episode)")
+	flag.IntVar(&o.floors, "floors", 8, "bare deploys and MCP calls measured per floor")
+	flag.Parse()
+	if o.n < 1 || o.c < 1 || o.g < 1 || o.turns < 1 || o.steps < 1 || o.attempts < 1 {
+		return fmt.Errorf("-n, -c, -g, -t, --steps and --attempts must be at least 1")
+	}
+	var err error
+	if o.replies, err = loadReplies(repliesFile); err != nil {
+		return err
+	}
+	if o.bundle, err = filepath.Abs(o.bundle); err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "trainstep-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	if o.agentenv == "" {
+		if o.agentenv, err = buildAgentenv(work); err != nil {
+			return err
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	fmt.Printf("# trainstep: %d rollouts x up to %d turns, %d at once, groups of %d, think %s, %d steps; bundle %s; %d CPUs\n\n",
+		o.n, o.turns, o.c, o.g, o.think, o.steps, filepath.Base(o.bundle), numCPU())
+	for _, name := range strings.Split(sandboxes, ",") {
+		sb, ok := sandboxByName(strings.TrimSpace(name))
+		if !ok {
+			return fmt.Errorf("no sandbox %q (have: %s)", name, strings.Join(sandboxNames(), ", "))
+		}
+		rep, err := measure(ctx, o, sb, work)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sb.name, err)
+		}
+		rep.print(os.Stdout, o)
+	}
+	return nil
+}
+
+// measure serves the bundle on sb, measures its floors, and plays the steps.
+func measure(ctx context.Context, o options, sb sandboxKind, work string) (*report, error) {
+	dir := filepath.Join(work, sb.name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	setup, err := sb.setup(ctx, o, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer setup.close()
+	rep := &report{sandbox: sb.name, floorName: sb.floorName}
+	if sb.floor != nil {
+		if rep.floorDeploy, rep.floorCall, err = sb.floor(ctx, o, setup); err != nil {
+			return nil, fmt.Errorf("floor: %w", err)
+		}
+	}
+	srv, err := startServe(ctx, o, setup.env, append(setup.args, "--max-concurrent-envs", fmt.Sprint(max(o.c, 1)*2))...)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	if setup.warmed != nil {
+		if err := setup.warmed(ctx, srv); err != nil {
+			return nil, err
+		}
+	}
+	for s := range o.steps {
+		st, err := playStep(ctx, o, srv, s)
+		if err != nil {
+			return nil, fmt.Errorf("step %d: %w", s+1, err)
+		}
+		rep.steps = append(rep.steps, st)
+	}
+	return rep, nil
+}

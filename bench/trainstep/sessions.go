@@ -1,0 +1,311 @@
+package main
+
+// `trainstep sessions`: one server, many sessions. It opens --idle
+// sessions without episodes, then --live sessions each playing an episode
+// (process envs), steps them all, then plays --episodes episodes back to
+// back, and reports the server's RSS and open files per session, step
+// latency while the live ones are open, CPU per step, and whether RSS,
+// fds, goroutines and temp dirs stay flat over the episodes.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentenv/agentenv/client"
+)
+
+type sessionsOptions struct {
+	options
+	live, idle, episodes, conc, samples int
+}
+
+func runSessions(args []string) error {
+	var o sessionsOptions
+	f := flag.NewFlagSet("sessions", flag.ExitOnError)
+	f.StringVar(&o.bundle, "bundle", "examples/gridsim", "the bundle to serve (GridSim's scripted replies)")
+	f.StringVar(&o.agentenv, "agentenv", "", "agentenv binary (default: built from this checkout)")
+	f.StringVar(&o.split, "split", "train", "split the episodes' tasks come from")
+	f.IntVar(&o.idle, "idle", 10000, "sessions opened without an episode")
+	f.IntVar(&o.live, "live", 2000, "sessions each holding an episode (and its env process) at once")
+	f.IntVar(&o.episodes, "episodes", 20000, "episodes played back to back after, for leaks")
+	f.IntVar(&o.conc, "c", 64, "episodes at once in the back-to-back run (and resets at once while opening the live sessions)")
+	f.IntVar(&o.samples, "samples", 10, "resource samples over the back-to-back run")
+	if err := f.Parse(args); err != nil {
+		return err
+	}
+	// Replays as a trainer's: an env that fails to start on this loaded
+	// machine is played again, and counted.
+	o.replies, o.attempts = gridsimReplies, 3
+	var err error
+	if o.bundle, err = filepath.Abs(o.bundle); err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "trainstep-sessions-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	if o.agentenv == "" {
+		if o.agentenv, err = buildAgentenv(work); err != nil {
+			return err
+		}
+	}
+	ctx := context.Background()
+	state, tmp := filepath.Join(work, "state"), filepath.Join(work, "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	// A temp folder of its own: the envs' temp dirs are counted there.
+	srv, err := startServe(ctx, o.options, []string{"TMPDIR=" + tmp}, "--sandbox-config", "mode=process", "--sandbox-config", "state_dir="+state,
+		"--max-concurrent-envs", fmt.Sprint(max(o.live, o.conc)), "--max-connections", fmt.Sprint(o.idle+o.live+o.conc+64))
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	c, err := client.New(srv.url, client.Options{})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("# trainstep sessions: %d idle, %d live, %d episodes back to back at %d; %d CPUs; ulimit -n of serve: %s\n\n",
+		o.idle, o.live, o.episodes, o.conc, numCPU(), openFileLimit(srv.cmd.Process.Pid))
+	base := sample(srv, state, tmp)
+	fmt.Printf("baseline: %s\n\n", base)
+
+	// Live sessions: each resets an episode (a process env each) and stays.
+	before := base
+	live, err := openSessions(ctx, c, o.live, o.conc)
+	if err != nil {
+		return fmt.Errorf("opening live sessions: %w", err)
+	}
+	start := time.Now()
+	var resets atomic.Int64
+	err = parallel(len(live), o.conc, func(i int) error {
+		_, err := live[i].Reset(ctx, client.ResetRequest{Split: o.split, Index: i % 2000, MaxTurns: 100})
+		if err == nil {
+			resets.Add(1)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("resetting %d live sessions (%d done): %w", len(live), resets.Load(), err)
+	}
+	withLive := sample(srv, state, tmp)
+	fmt.Printf("%d live episodes (reset in %.1f s): %s; per live episode: %s\n", len(live), time.Since(start).Seconds(), withLive, withLive.per(before, len(live)))
+	// Step every live session while all stay live: get_prices each.
+	var mu sync.Mutex
+	var lat []time.Duration
+	cpu0 := srv.usage().cpu
+	start = time.Now()
+	const stepsEach = 3
+	err = parallel(len(live)*stepsEach, o.conc, func(i int) error {
+		t := time.Now()
+		_, err := live[i%len(live)].Step(ctx, gridsimReplies[0])
+		mu.Lock()
+		lat = append(lat, time.Since(t))
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("stepping the live sessions: %w", err)
+	}
+	took := time.Since(start)
+	cpu := srv.usage().cpu - cpu0
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	fmt.Printf("%d steps at %d at once while %d live: p50 %.2f ms, p99 %.2f ms, %.0f steps/s; server CPU %.3f ms per step\n\n",
+		len(lat), o.conc, len(live), ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]), float64(len(lat))/took.Seconds(), ms(cpu)/float64(len(lat)))
+	closeAll(live)
+	if err := waitFor(func() bool { return scrapeSum(srv.url, "agentenv_episodes_live", "") == 0 }, 5*time.Minute); err != nil {
+		return fmt.Errorf("live episodes never went: %w", err)
+	}
+
+	// Idle sessions: connected, no episode.
+	afterLive := sample(srv, state, tmp)
+	idle, err := openSessions(ctx, c, o.idle, 64)
+	if err != nil {
+		return fmt.Errorf("opening idle sessions: %w", err)
+	}
+	withIdle := sample(srv, state, tmp)
+	fmt.Printf("%d idle sessions: %s; per session: %s\n\n", len(idle), withIdle, withIdle.per(afterLive, len(idle)))
+	closeAll(idle)
+
+	// Episodes back to back.
+	fmt.Println("| episodes | RSS MiB | fds | goroutines | temp dirs | env processes | replays |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Printf("| 0 | %s | 0 |\n", sample(srv, state, tmp).row())
+	var played, replays atomic.Int64
+	chunk := max(o.episodes/o.samples, 1)
+	for done := 0; done < o.episodes; done += chunk {
+		n := min(chunk, o.episodes-done)
+		err := parallel(n, o.conc, func(i int) error {
+			r, err := playRollout(ctx, o.options, c, (done+i)%2000, fmt.Sprintf("leak-%d", done+i))
+			replays.Add(int64(max(r.attempts-1, 0)))
+			played.Add(1)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		_ = waitFor(func() bool { return scrapeSum(srv.url, "agentenv_episodes_live", "") == 0 }, time.Minute)
+		fmt.Printf("| %d | %s | %d |\n", played.Load(), sample(srv, state, tmp).row(), replays.Load())
+	}
+	return nil
+}
+
+// resources is a sample of the server's resources.
+type resources struct {
+	rss, pluginRSS int64
+	fds, pluginFDs int
+	goroutines     float64
+	tempDirs       int
+	envs           int
+}
+
+func sample(srv *server, state, tmp string) resources {
+	pid := srv.cmd.Process.Pid
+	_, rss := procStat(pid)
+	r := resources{rss: rss, fds: countFDs(pid), goroutines: scrapeSum(srv.url, "go_goroutines", "")}
+	for _, p := range pluginChildren(pid) {
+		_, prss := procStat(p)
+		r.pluginRSS += prss
+		r.pluginFDs += countFDs(p)
+		r.envs += len(children(p))
+	}
+	r.tempDirs = countEntries(state) + countEntries(tmp)
+	return r
+}
+
+func (r resources) String() string {
+	return fmt.Sprintf("serve RSS %.1f MiB, %d fds, %.0f goroutines; plugins RSS %.1f MiB, %d fds; %d env processes, %d temp dirs",
+		float64(r.rss)/(1<<20), r.fds, r.goroutines, float64(r.pluginRSS)/(1<<20), r.pluginFDs, r.envs, r.tempDirs)
+}
+
+func (r resources) per(base resources, n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("serve %.1f KiB, %.2f fds; plugins %.1f KiB, %.2f fds",
+		float64(r.rss-base.rss)/1024/float64(n), float64(r.fds-base.fds)/float64(n),
+		float64(r.pluginRSS-base.pluginRSS)/1024/float64(n), float64(r.pluginFDs-base.pluginFDs)/float64(n))
+}
+
+func (r resources) row() string {
+	return fmt.Sprintf("%.1f (+ plugins %.1f) | %d (+ plugins %d) | %.0f | %d | %d",
+		float64(r.rss)/(1<<20), float64(r.pluginRSS)/(1<<20), r.fds, r.pluginFDs, r.goroutines, r.tempDirs, r.envs)
+}
+
+func countFDs(pid int) int {
+	e, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return len(e)
+}
+
+// children are pid's child processes.
+func children(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		var child int
+		if _, err := fmt.Sscan(e.Name(), &child); err == nil && ppid(child) == pid {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// countEntries counts what lies two levels under dir (the sandbox's state:
+// one folder per env process).
+func countEntries(dir string) int {
+	n := 0
+	top, _ := os.ReadDir(dir)
+	for _, e := range top {
+		n++
+		if e.IsDir() {
+			sub, _ := os.ReadDir(filepath.Join(dir, e.Name()))
+			n += len(sub)
+		}
+	}
+	return n
+}
+
+func openFileLimit(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil {
+		return "?"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "Max open files") {
+			return strings.Join(strings.Fields(l)[3:5], "/")
+		}
+	}
+	return "?"
+}
+
+func openSessions(ctx context.Context, c *client.Client, n, conc int) ([]*client.Session, error) {
+	out := make([]*client.Session, n)
+	err := parallel(n, conc, func(i int) error {
+		s, err := c.Connect(ctx)
+		out[i] = s
+		return err
+	})
+	if err != nil {
+		closeAll(out)
+		return nil, err
+	}
+	return out, nil
+}
+
+func closeAll(ss []*client.Session) {
+	for _, s := range ss {
+		if s != nil {
+			s.Close()
+		}
+	}
+}
+
+// parallel runs fn(0..n-1), conc at once; the first error stops new work.
+func parallel(n, conc int, fn func(i int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for range min(conc, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := fn(i); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					next.Store(int64(n))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func waitFor(cond func() bool, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %s", within)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
+}
