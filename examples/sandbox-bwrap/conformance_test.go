@@ -68,7 +68,7 @@ func TestConfigureRefuses(t *testing.T) {
 		config string
 		want   string
 	}{
-		{`{"netwrok": false}`, `unknown setting "netwrok"; the settings are: binds, build_timeout, bwrap, grace, hide, limits, network, pass_env, ready_timeout, state_dir`},
+		{`{"netwrok": false}`, `unknown setting "netwrok"; the settings are: binds, build_timeout, bwrap, grace, hide, limits, log_max_mb, network, pass_env, ready_timeout, state_dir`},
 		{`{"grace": 5}`, `grace: 5: a duration is a string with a unit, like "5s"`},
 		{`{"limits": {"open_file": 10}}`, `limits: unknown field "open_file"`},
 		{`{"binds": ["data"]}`, `binds: "data": want /host/path or /host/path:/path/in/sandbox, both absolute`},

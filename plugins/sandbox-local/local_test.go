@@ -464,7 +464,7 @@ func TestConfigure(t *testing.T) {
 		{`{"ready_timeout":"0s"}`, `ready_timeout and build_timeout must be positive`},
 		{`{"state_dir":""}`, `state_dir is empty`},
 		{`{"pass_env":["A=B"]}`, `pass_env entry "A=B"`},
-		{`{"colour":"red"}`, `unknown setting "colour"; the settings are: build_timeout, default_cpu, default_memory_mb, docker_host, grace, mode, parallel_ops, pass_env, pids_limit, ready_timeout, state_dir, subnet_base, subnet_size, tmpfs_mb`},
+		{`{"colour":"red"}`, `unknown setting "colour"; the settings are: build_timeout, default_cpu, default_memory_mb, docker_host, grace, log_max_mb, mode, parallel_ops, pass_env, pids_limit, ready_timeout, state_dir, subnet_base, subnet_size, tmpfs_mb`},
 		{`{"mode":"vm"}`, `mode "vm": use auto, docker or process`},
 		{`{"pids_limit":0}`, `pids_limit, default_cpu, tmpfs_mb and parallel_ops must be positive`},
 		{`{"default_memory_mb":4}`, `default_memory_mb at least 6`},
