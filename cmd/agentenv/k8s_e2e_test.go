@@ -272,13 +272,31 @@ func TestServeOnK8sSigkillThenRestartReaps(t *testing.T) {
 
 func ptrTo[T any](v T) *T { return &v }
 
+// runServeEnv runs agentenv in the environment startServe gives servers
+// (the same user cache, so the same servers' claims).
+func runServeEnv(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(agentenv(t), args...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
 // A server killed and never restarted: its pods end at their
-// active_deadline on their own.
+// active_deadline on their own; `agentenv sandboxes list` shows them with
+// their dead server, and `sandboxes reap` removes them.
 func TestServeOnK8sPodsEndAtDeadline(t *testing.T) {
 	c, ns := k8sGridsim(t)
 	addr := freeAddr(t)
-	sv := startServe(t, gridsimBundle, addr, "", nil, "--sandbox", "k8s", "--reward", "mean",
-		"--sandbox-config", k8sConfig(t, c, ns, map[string]any{"active_deadline": "5s"}))
+	cfg := k8sConfig(t, c, ns, map[string]any{"active_deadline": "5s"})
+	sv := startServe(t, gridsimBundle, addr, "", nil, "--sandbox", "k8s", "--reward", "mean", "--sandbox-config", cfg)
 	for i := range 3 {
 		cl := dialServe(t, addr, "")
 		cl.observation(`{"type":"reset","data":{"split":"eval","index":` + fmt.Sprint(i) + `}}`)
@@ -293,6 +311,21 @@ func TestServeOnK8sPodsEndAtDeadline(t *testing.T) {
 		}
 		return len(pods) == 3 && n == 3
 	})
+	out, stderr, code := runServeEnv(t, "sandboxes", "list", "--json", "--sandbox", "k8s", "--sandbox-config", cfg)
+	var rows []sandboxRow
+	if code != 0 || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 3 {
+		t.Fatalf("sandboxes list: exit %d, %d rows:\n%s%s", code, len(rows), out, stderr)
+	}
+	for _, r := range rows {
+		if r.ServerState != "dead" || !strings.HasPrefix(r.ID, "k8s-") || !strings.HasPrefix(r.Task, "day/eval-") {
+			t.Errorf("sandboxes list row %+v: want a k8s pod of a dead server and its task", r)
+		}
+	}
+	out, stderr, code = runServeEnv(t, "sandboxes", "reap", "--sandbox", "k8s", "--sandbox-config", cfg)
+	if code != 0 || !strings.Contains(out, "3 sandboxes reaped") {
+		t.Fatalf("sandboxes reap: exit %d:\n%s%s", code, out, stderr)
+	}
+	waitK8sGone(t, c, ns, time.Minute)
 }
 
 // 100 episodes at once, each its own pod: all scored; SIGTERM removes

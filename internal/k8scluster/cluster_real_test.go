@@ -16,10 +16,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
 )
 
@@ -328,5 +332,55 @@ func TestClusterPodsStayOnMachine(t *testing.T) {
 	p = waitPod(t, c, ns, "tohost", 2*time.Minute, "terminated", func(p *corev1.Pod) bool { return terminated(p) != nil })
 	if tm := terminated(p); tm.ExitCode != 0 {
 		t.Fatalf("a pod dialing the host's end of the link %s: exit %d, %q", l.Addr(), tm.ExitCode, tm.Message)
+	}
+}
+
+// KubeconfigFor's user is authenticated by the cluster and has only the
+// rights a RoleBinding gives it: what the plugin's RBAC error test needs.
+func TestClusterKubeconfigForRBAC(t *testing.T) {
+	c := Require(t)
+	ctx := context.Background()
+	ns := c.Namespace(t, "k8scluster-rbac")
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-delete"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create"}}},
+	}
+	if _, err := c.Client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-delete"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "no-delete"},
+		Subjects:   []rbacv1.Subject{{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "agentenv:testers"}},
+	}
+	if _, err := c.Client.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.KubeconfigFile(t, "tester", "agentenv:testers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// RBAC caches bindings for a moment: the first list may still be denied.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err = user.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("the bound user cannot list pods: %v", err)
+	}
+	err = user.CoreV1().Pods(ns).Delete(ctx, "any", metav1.DeleteOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `User "tester" cannot delete resource "pods"`) {
+		t.Fatalf("delete without the verb: %v; want Forbidden naming the user, verb and resource", err)
+	}
+	if _, err := user.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("listing outside the bound namespace: %v; want Forbidden", err)
 	}
 }
