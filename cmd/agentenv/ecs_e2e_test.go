@@ -186,11 +186,12 @@ func TestServeOnECSRestartReapsAfterSigkill(t *testing.T) {
 }
 
 // Faults injected in the stand-in reach the trainer as DEPLOY_FAILED with
-// ECS's reason, and leave no task running.
+// ECS's reason (the operator's --error-detail: by default the reason is in
+// the server's log), and leave no task running.
 func TestServeOnECSFaults(t *testing.T) {
 	s, cfg := ecsStandin(t)
 	addr := freeAddr(t)
-	sv := startServe(t, gridsimBundle, addr, "", nil, "--sandbox", "ecs", "--sandbox-config", cfg, "--reward", "mean")
+	sv := startServe(t, gridsimBundle, addr, "", nil, "--sandbox", "ecs", "--sandbox-config", cfg, "--reward", "mean", "--error-detail")
 	for _, tc := range []struct {
 		fault standin.Faults
 		want  string

@@ -385,7 +385,9 @@ func TestServeOnK8sFailures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := freeAddr(t)
-			sv := startServe(t, gridsimBundle, addr, "", nil, "--sandbox", "k8s", "--sandbox-config", k8sConfig(t, c, ns, tc.extra))
+			// --error-detail: the trainer hears the pod and the cause (by
+			// default they go to the server's log, the client the env).
+			sv := startServe(t, gridsimBundle, addr, "", nil, "--sandbox", "k8s", "--sandbox-config", k8sConfig(t, c, ns, tc.extra), "--error-detail")
 			cl := dialServe(t, addr, "")
 			start := time.Now()
 			typ, data, err := cl.call(`{"type":"reset","data":{"split":"eval","index":0}}`)

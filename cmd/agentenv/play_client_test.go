@@ -180,7 +180,7 @@ func TestClientTypedErrors(t *testing.T) {
 	}{
 		{"step before reset", func() error { return step("hi") }, client.CodeNoEpisode, 0, "send reset first"},
 		{"unknown task", func() error { return reset("zz") }, client.CodeNotFound, 0, "no such task"},
-		{"deploy fails", func() error { return reset("deploy-fail") }, client.CodeDeployFailed, 0, "env exited at once"},
+		{"deploy fails", func() error { return reset("deploy-fail") }, client.CodeDeployFailed, 0, "could not be set up"}, // the detail is the log's (--error-detail)
 		{"reset both ways", func() error {
 			_, err := s.Reset(ctx, client.ResetRequest{TaskID: "t", Split: "all"})
 			var e *client.Error

@@ -211,11 +211,19 @@ func toolsOf(offer []*offered) []Tool {
 type toolsetEntry struct {
 	mu    sync.Mutex
 	tools []Tool
-	// A failed listing is remembered for ToolsetRetryAfter: catalogue
-	// GETs of a broken toolset would otherwise deploy its envs each time.
+	// Once a listing has failed toolsetFailsRemembered times in a row the
+	// failure is remembered for ToolsetRetryAfter: catalogue GETs of a
+	// broken toolset would otherwise deploy its envs each time. The
+	// first failures are not: a client replaying a rollout after a
+	// passing fault (eval, SkyRL's generator) deserves a fresh try.
+	fails    int
 	err      error
 	failedAt time.Time
 }
+
+// toolsetFailsRemembered is how many failed listings in a row make the
+// failure remembered.
+const toolsetFailsRemembered = 3
 
 // Tools returns the tools a toolset offers the model: the union over its
 // turns, in order of first appearance (end_turn last). The first call
@@ -249,15 +257,18 @@ func (e *Engine) Tools(ctx context.Context, toolset string) ([]Tool, error) {
 				cause, time.Since(entry.failedAt).Round(time.Second), left.Round(time.Second))}
 		}
 		entry.err = nil
+		entry.fails = toolsetFailsRemembered - 1 // one more failure and it is remembered again
 	}
 	tools, err := e.listToolset(ctx, ts)
 	if err != nil {
 		if ctx.Err() == nil { // a caller that left proves nothing of the toolset
-			entry.err, entry.failedAt = err, time.Now()
+			if entry.fails++; entry.fails >= toolsetFailsRemembered {
+				entry.err, entry.failedAt = err, time.Now()
+			}
 		}
 		return nil, err
 	}
-	entry.tools = tools
+	entry.tools, entry.fails = tools, 0
 	return append([]Tool(nil), tools...), nil
 }
 

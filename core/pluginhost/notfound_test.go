@@ -123,7 +123,7 @@ func TestNotFoundErrors(t *testing.T) {
 		}
 	}
 	omitted := h.Omitted()
-	if len(omitted) != 2 || omitted[0].ID() != "sandbox-ecs" || omitted[1].ID() != "sandbox-local" {
-		t.Errorf("Omitted = %v, want sandbox-ecs and sandbox-local", omitted)
+	if len(omitted) != 3 || omitted[0].ID() != "sandbox-ecs" || omitted[1].ID() != "sandbox-k8s" || omitted[2].ID() != "sandbox-local" {
+		t.Errorf("Omitted = %v, want sandbox-ecs, sandbox-k8s and sandbox-local", omitted)
 	}
 }
