@@ -69,7 +69,7 @@ anything = 1
 		t.Errorf("sandbox_config: %v", sandboxConfig)
 	}
 	for _, tc := range []struct{ name, body, err string }{
-		{"unknown key", "[serve]\nport = 1\n", `unknown key "port"; the keys are addr, http_idle_timeout,`},
+		{"unknown key", "[serve]\nport = 1\n", `unknown key "port"; the keys are addr, error_detail, http_idle_timeout,`},
 		{"flag spelling", "[serve]\nmax-connections = 1\n", `unknown key "max-connections"`},
 		{"not a setting", "[serve]\nconfig = \"other.toml\"\n", `unknown key "config"`},
 		{"bad duration", "[serve]\nidle_timeout = \"soon\"\n", `[serve] idle_timeout "soon": want a duration like "30s"`},

@@ -320,7 +320,8 @@ func TestWriteRefusals(t *testing.T) {
 	}, {
 		name:  "negative split size",
 		setup: func(f *fakeServer, _ *Options, _ *string) { f.splitList[1].Size = -1 },
-		wants: []string{"list split eval: the server says it has -1 tasks, which is not a split size"},
+		// The client checks what it reads before the writer does.
+		wants: []string{`list the splits: GET /splits: the server says split "eval" has -1 tasks, which is not a size`},
 	}, {
 		name:  "huge split size",
 		setup: func(f *fakeServer, _ *Options, _ *string) { f.splitList[1].Size = 1e11 },
@@ -331,7 +332,7 @@ func TestWriteRefusals(t *testing.T) {
 			f.splits["eval"] = append(f.splits["eval"], f.splits["all"][1:]...)
 			f.wholeLists = true
 		},
-		wants: []string{"list split eval: asked for tasks 0 to 1, the server sent 3"},
+		wants: []string{"list split eval: GET /splits/eval/tasks: the server sent 3 tasks of a split of 3 for [0, 1), which does not add up"},
 	}, {
 		name:  "task without an id",
 		setup: func(f *fakeServer, _ *Options, _ *string) { f.splits["eval"][0].TaskID = "" },
