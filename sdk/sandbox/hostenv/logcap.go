@@ -29,10 +29,14 @@ func OpenLog(path string) (*os.File, error) {
 
 // CapLog cuts the log at path to its tail (a quarter of max, at most 1 MiB),
 // from a line start, when it holds more than max bytes; a first line says how much
-// was cut. It returns the bytes cut. What the env writes while the cut is
-// made may be lost or land before the kept tail: it is a log.
+// was cut. It returns the bytes cut. The env's writes (O_APPEND, OpenLog)
+// go on meanwhile: what they add while the tail is read is read too, and
+// the file is cut to the kept length before the kept bytes are written
+// over its start, so a write after the cut lands after the kept tail.
+// Only a write in the instant between the last look and the cut is lost.
 func CapLog(path string, max int64) (int64, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	// Not O_APPEND: the kept tail is written at offset 0.
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -42,24 +46,60 @@ func CapLog(path string, max int64) (int64, error) {
 		return 0, err
 	}
 	keep := min(max/4, 1<<20)
-	tail := make([]byte, keep)
-	n, err := f.ReadAt(tail, info.Size()-keep)
-	if err != nil && err != io.EOF {
+	size := info.Size()
+	tail, err := readTail(f, size, keep)
+	if err != nil {
 		return 0, fmt.Errorf("reading the tail of %s: %w", path, err)
 	}
-	tail = tail[:n]
+	// Catch up with what the env wrote while the tail was read.
+	for range 8 {
+		st, err := f.Stat()
+		if err != nil {
+			return 0, fmt.Errorf("cutting %s: %w", path, err)
+		}
+		if st.Size() <= size {
+			break
+		}
+		if st.Size()-size >= keep {
+			tail, err = readTail(f, st.Size(), keep)
+		} else {
+			more := make([]byte, st.Size()-size)
+			var n int
+			n, err = f.ReadAt(more, size)
+			tail = append(tail, more[:n]...)
+			if int64(len(tail)) > keep {
+				tail = tail[int64(len(tail))-keep:]
+			}
+		}
+		if err != nil && err != io.EOF {
+			return 0, fmt.Errorf("reading the tail of %s: %w", path, err)
+		}
+		size = st.Size()
+	}
 	if i := bytes.IndexByte(tail, '\n'); i >= 0 && i < len(tail)-1 {
 		tail = tail[i+1:]
 	}
-	cut := info.Size() - int64(len(tail))
-	if err := f.Truncate(0); err != nil {
+	cut := size - int64(len(tail))
+	head := fmt.Sprintf("[agentenv: %d bytes of this log were cut (it may hold %d); its end follows]\n", cut, max)
+	buf := append([]byte(head), tail...)
+	if err := f.Truncate(int64(len(buf))); err != nil {
 		return 0, fmt.Errorf("cutting %s: %w", path, err)
 	}
-	head := fmt.Sprintf("[agentenv: %d bytes of this log were cut (it may hold %d); its end follows]\n", cut, max)
-	if _, err := f.Write(append([]byte(head), tail...)); err != nil {
+	if _, err := f.WriteAt(buf, 0); err != nil {
 		return cut, fmt.Errorf("cutting %s: %w", path, err)
 	}
 	return cut, nil
+}
+
+// readTail reads the last keep bytes of f's first size bytes.
+func readTail(f *os.File, size, keep int64) ([]byte, error) {
+	keep = min(keep, size)
+	tail := make([]byte, keep)
+	n, err := f.ReadAt(tail, size-keep)
+	if err == io.EOF {
+		err = nil
+	}
+	return tail[:n], err
 }
 
 // WatchLogs keeps every file matching glob() under max() bytes (CapLog),
