@@ -28,12 +28,14 @@ func OpenLog(path string) (*os.File, error) {
 }
 
 // CapLog cuts the log at path to its tail (a quarter of max, at most 1 MiB),
-// from a line start, when it holds more than max bytes; a first line says how much
-// was cut. It returns the bytes cut. The env's writes (O_APPEND, OpenLog)
-// go on meanwhile: what they add while the tail is read is read too, and
-// the file is cut to the kept length before the kept bytes are written
-// over its start, so a write after the cut lands after the kept tail.
-// Only a write in the instant between the last look and the cut is lost.
+// when it holds more than max bytes; a first line says how much was cut.
+// It returns the bytes cut. The env's writes (O_APPEND, OpenLog) go on
+// meanwhile. On Linux filesystems that can (ext4, xfs) the head is
+// collapsed in place by the kernel, which loses no write. Elsewhere what
+// the env adds while the tail is read is read too, and the file is cut to
+// the kept length before the kept bytes are written over its start, so a
+// later write lands after the kept tail; a write in the instant between
+// the last look and the cut is lost.
 func CapLog(path string, max int64) (int64, error) {
 	// Not O_APPEND: the kept tail is written at offset 0.
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -47,6 +49,11 @@ func CapLog(path string, max int64) (int64, error) {
 	}
 	keep := min(max/4, 1<<20)
 	size := info.Size()
+	if n, ok := collapseHead(f, size-keep); ok {
+		// The head is gone without a lost write; the cut line goes over
+		// the first (partial) line or lines of what is kept.
+		return n, markCut(f, n, max)
+	}
 	tail, err := readTail(f, size, keep)
 	if err != nil {
 		return 0, fmt.Errorf("reading the tail of %s: %w", path, err)
@@ -89,6 +96,33 @@ func CapLog(path string, max int64) (int64, error) {
 		return cut, fmt.Errorf("cutting %s: %w", path, err)
 	}
 	return cut, nil
+}
+
+// markCut writes the cut line over the start of f, padded with spaces to
+// the end of a line of what is kept, so no newline moves.
+func markCut(f *os.File, cut, max int64) error {
+	head := fmt.Sprintf("[agentenv: %d bytes of this log were cut (it may hold %d); its end follows]", cut, max)
+	start := make([]byte, 64<<10)
+	n, err := f.ReadAt(start, 0)
+	if err != nil && err != io.EOF {
+		return fmt.Errorf("marking the cut of %s: %w", f.Name(), err)
+	}
+	start = start[:n]
+	end := len(head)
+	if i := bytes.IndexByte(start[min(end, len(start)):], '\n'); i >= 0 && end <= len(start) {
+		end += i
+	}
+	line := []byte(head)
+	for len(line) < end {
+		line = append(line, ' ')
+	}
+	if end >= len(start) || start[end] != '\n' {
+		line = append(line, '\n')
+	}
+	if _, err := f.WriteAt(line, 0); err != nil {
+		return fmt.Errorf("marking the cut of %s: %w", f.Name(), err)
+	}
+	return nil
 }
 
 // readTail reads the last keep bytes of f's first size bytes.
