@@ -43,6 +43,11 @@ func CapLog(path string, max int64) (int64, error) {
 		return 0, err
 	}
 	defer f.Close()
+	unlock, ok := lockLog(f)
+	if !ok {
+		return 0, nil // another watcher is cutting it now
+	}
+	defer unlock()
 	info, err := f.Stat()
 	if err != nil || !info.Mode().IsRegular() || info.Size() <= max {
 		return 0, err

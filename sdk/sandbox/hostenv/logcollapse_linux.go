@@ -31,3 +31,14 @@ func collapseHead(f *os.File, n int64) (int64, bool) {
 	}
 	return n, true
 }
+
+// lockLog takes f's advisory lock without waiting: several plugin
+// processes may watch the same logs, and two cuts of one log at once
+// would each act on what the other already changed. The env's own writes
+// take no lock and go on.
+func lockLog(f *os.File) (unlock func(), ok bool) {
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return nil, false
+	}
+	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }, true
+}
