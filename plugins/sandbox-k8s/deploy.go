@@ -350,6 +350,20 @@ func (s *setup) watchPod(ctx context.Context, pod *corev1.Pod) (<-chan podUpdate
 		defer close(out)
 		rv := pod.ResourceVersion
 		failures := 0
+		// reread gets the pod afresh and sends it (or its deletion); done
+		// says the watch is over, err is a failed read, to be retried.
+		reread := func() (done bool, err error) {
+			got, err := s.cs.CoreV1().Pods(s.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				send(podUpdate{deleted: true})
+				return true, nil
+			case err != nil:
+				return false, err
+			}
+			rv = got.ResourceVersion
+			return !send(podUpdate{pod: got}), nil
+		}
 		for ctx.Err() == nil {
 			w, err := s.cs.CoreV1().Pods(s.ns).Watch(ctx, metav1.ListOptions{
 				FieldSelector: "metadata.name=" + pod.Name, ResourceVersion: rv, AllowWatchBookmarks: true})
@@ -367,16 +381,8 @@ func (s *setup) watchPod(ctx context.Context, pod *corev1.Pod) (<-chan podUpdate
 					return
 				}
 				// Re-read: the version may have expired meanwhile.
-				got, gerr := s.cs.CoreV1().Pods(s.ns).Get(ctx, pod.Name, metav1.GetOptions{})
-				switch {
-				case apierrors.IsNotFound(gerr):
-					send(podUpdate{deleted: true})
+				if done, _ := reread(); done {
 					return
-				case gerr == nil:
-					rv = got.ResourceVersion
-					if !send(podUpdate{pod: got}) {
-						return
-					}
 				}
 				continue
 			}
@@ -409,17 +415,9 @@ func (s *setup) watchPod(ctx context.Context, pod *corev1.Pod) (<-chan podUpdate
 			}
 			w.Stop()
 			if expired {
-				got, gerr := s.cs.CoreV1().Pods(s.ns).Get(ctx, pod.Name, metav1.GetOptions{})
-				switch {
-				case apierrors.IsNotFound(gerr):
-					send(podUpdate{deleted: true})
+				if done, gerr := reread(); done {
 					return
-				case gerr == nil:
-					rv = got.ResourceVersion
-					if !send(podUpdate{pod: got}) {
-						return
-					}
-				default:
+				} else if gerr != nil {
 					failures++
 					sleepCtx(ctx, time.Duration(failures)*50*time.Millisecond)
 				}
