@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -40,10 +41,10 @@ func (refusingLoader) Load(url string) (any, error) {
 }
 
 // validate checks a call's arguments (a JSON object) against the tool's
-// schema and returns them decoded, to be sent as they are: the arguments
-// are decoded once, and the value checked is the value sent. A schema the
-// validator cannot compile is not enforced: the env still checks.
-func (o *offered) validate(args json.RawMessage) (map[string]any, error) {
+// schema and returns the text to send: args themselves (the value checked
+// is the value sent, byte for byte but whitespace), {} for none. A schema
+// the validator cannot compile is not enforced: the env still checks.
+func (o *offered) validate(args json.RawMessage) (json.RawMessage, error) {
 	o.once.Do(func() {
 		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(o.tool.Parameters))
 		if err != nil {
@@ -67,7 +68,7 @@ func (o *offered) validate(args json.RawMessage) (map[string]any, error) {
 		dec.UseNumber()
 		decErr = dec.Decode(&inst)
 	}
-	send := map[string]any{}
+	send := json.RawMessage("{}")
 	if len(args) > 0 && string(args) != "null" {
 		obj, ok := inst.(map[string]any)
 		if decErr != nil || !ok {
@@ -78,7 +79,15 @@ func (o *offered) validate(args json.RawMessage) (map[string]any, error) {
 		if err := finiteNumbers(obj); err != nil {
 			return nil, fmt.Errorf("arguments are not a JSON object that can be sent: %w", err)
 		}
-		send = obj
+		send = args
+		if !utf8.Valid(args) {
+			// Sent as decoded (each bad byte as U+FFFD), not as bytes an
+			// env's JSON reader may refuse.
+			var err error
+			if send, err = json.Marshal(obj); err != nil {
+				return nil, fmt.Errorf("arguments are not a JSON object that can be sent: %w", err)
+			}
+		}
 	}
 	if o.schema == nil {
 		return send, nil
