@@ -195,8 +195,9 @@ func hermesParse(b *testing.B, offered []client.Tool) func() {
 	if len(tools) == 0 {
 		b.Fatal("no tools in the opening observation")
 	}
+	set := toolformat.NewToolSet(tools) // once, as the engine makes it once a turn
 	return func() {
-		if got, err := p.Parse(ctx, idleReply, tools); err != nil || len(got.Calls) != 1 {
+		if got, err := toolformat.ParseWith(ctx, p, idleReply, set); err != nil || len(got.Calls) != 1 {
 			b.Fatalf("parse: %+v %v", got, err)
 		}
 	}
