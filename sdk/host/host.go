@@ -53,7 +53,7 @@ func CheckProtocol(kind sdk.Kind, negotiated int, info sdk.Info) error {
 		version = "unversioned"
 	}
 	return fmt.Errorf("%s plugin %q (version %s) speaks plugin protocol %d, and this agentenv needs protocol %d for %s plugins "+
-		"(%s): rebuild the plugin against the current agentenv sdk/ (go get github.com/agentenv/agentenv/sdk@latest, then go build)",
+		"(%s): rebuild the plugin against the current agentenv sdk/ (the sdk/ folder of this agentenv's release; see docs/plugins.md, Versions)",
 		kind, info.Name, version, negotiated, need, kind, whatChanged[need])
 }
 
