@@ -108,9 +108,6 @@ var (
 	_ sdk.Remote = (*Client)(nil)
 )
 
-// Protocol is the protocol version this process was started with.
-func (c *Client) Protocol() int { return c.protocol }
-
 // Registrations counts the tool sets sent to this process so far.
 func (c *Client) Registrations() int64 { return c.registered.Load() }
 

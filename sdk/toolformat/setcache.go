@@ -66,9 +66,3 @@ func (c *setCache) put(id string, tools []Tool, size int) {
 		c.bytes -= s.size
 	}
 }
-
-func (c *setCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.order.Len()
-}
