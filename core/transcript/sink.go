@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -55,7 +56,7 @@ func FromResult(r episode.Result) *Record {
 		rec.Ended = time.Now()
 	}
 	for k, v := range r.Metrics {
-		if id, ok := cutScore(k); ok {
+		if id, ok := strings.CutPrefix(k, "score/"); ok {
 			if rec.Scores == nil {
 				rec.Scores = map[string]float64{}
 			}
@@ -91,14 +92,6 @@ func FromResult(r episode.Result) *Record {
 		rec.Turns[i] = turn
 	}
 	return rec
-}
-
-func cutScore(metric string) (string, bool) {
-	const p = "score/"
-	if len(metric) > len(p) && metric[:len(p)] == p {
-		return metric[len(p):], true
-	}
-	return "", false
 }
 
 // clip cuts s to at most n bytes, on a UTF-8 boundary.
