@@ -87,7 +87,13 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 	if ro.Observer == nil {
 		ro.Observer = so.Metrics
 	}
-	o.Transcripts.wire(&ro, &so)
+	closeTranscripts, err := o.Transcripts.open(&ro, &so, log)
+	if err != nil {
+		return err
+	}
+	// Deferred: it runs after the engine closed, so the episodes the drain
+	// ends are recorded too.
+	defer closeTranscripts()
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
 	rt, err := runtime.Open(ctx, dir, ro)
