@@ -97,7 +97,11 @@ func block(w io.Writer, role, note, content string) {
 }
 
 func seconds(v float64) string {
-	return (time.Duration(v * float64(time.Second))).Round(time.Millisecond).String()
+	d := time.Duration(v * float64(time.Second))
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
 }
 
 // oneLine is s on one line, cut to n bytes.
