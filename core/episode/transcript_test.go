@@ -78,11 +78,11 @@ func TestResultTranscript(t *testing.T) {
 	}
 }
 
-// BenchmarkStepTranscripts measures a step with Config.Transcripts on
+// BenchmarkTranscriptStep measures a step with Config.Transcripts on
 // against the same step with it off, alternating in one run: on/off is
 // what keeping transcripts costs a step (off is the floor; off itself
 // only checks a nil pointer).
-func BenchmarkStepTranscripts(b *testing.B) {
+func BenchmarkTranscriptStep(b *testing.B) {
 	dir := bundleFiles(b, nil, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
 	ctx := context.Background()
 	play := func(keep bool) episode.Episode {
