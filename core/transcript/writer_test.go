@@ -204,6 +204,8 @@ func TestWriterUnwritableDir(t *testing.T) {
 		{"under a file", filepath.Join(file, "transcripts"), "cannot be made", false},
 		{"a file", file, "cannot be made", false},
 		{"read-only", ro, "is not writable", true},
+		// An existing directory nothing may create files in, root included.
+		{"procfs", "/proc/self", "is not writable", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.needsUser && os.Geteuid() == 0 {
