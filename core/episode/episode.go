@@ -79,7 +79,8 @@ type turn struct {
 	step    *bundle.Step
 	offer   []*offered
 	byName  map[string]*offered
-	tools   []Tool // offered, in order: what the parser reads and the model sees
+	tools   []Tool              // offered, in order: what the parser reads and the model sees
+	set     *toolformat.ToolSet // tools, as sent to the parser: once per plugin process
 	endTurn bool
 	replies int
 }
@@ -257,7 +258,7 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 	obs.Turn = ep.replies
 	// The tool format trims the reply (end tokens, reasoning): it knows
 	// its model's layout, and one place does it.
-	parsed, err := ep.parser.Parse(ctx, reply, t.tools)
+	parsed, err := toolformat.ParseWith(ctx, ep.parser, reply, t.set)
 	if err != nil {
 		return &Error{Code: CodeExecution, Err: fmt.Errorf("reading the reply's tool calls: %w", err), Cause: causeOf(err, CausePluginDied)}
 	}
@@ -311,7 +312,7 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 		// The answer is read no further than this result may hold: the
 		// rest streams past unread.
 		callStart := time.Now()
-		res, err := o.env.client.CallLimited(ctx, c.Name, args, ep.e.cfg.ToolCallTimeout, max(rep.resultRoom(), 1))
+		res, err := o.env.client.CallRawLimited(ctx, c.Name, args, ep.e.cfg.ToolCallTimeout, max(rep.resultRoom(), 1))
 		ep.timed(PhaseTool, o.env.name, callStart)
 		if err != nil {
 			// The sandbox id names where the env ran (a pod, a container) so
@@ -480,6 +481,7 @@ func (ep *episode) open(s *bundle.Step, obs *Observation, promptSent bool) error
 		return &Error{Code: CodeDeploy, Err: fmt.Errorf("prompt_agent step %q: %w", s.ID, err)}
 	}
 	t := &turn{step: s, offer: offer, byName: map[string]*offered{}, tools: toolsOf(offer), endTurn: ts.EndTurn}
+	t.set = toolformat.NewToolSet(t.tools)
 	for _, o := range offer {
 		t.byName[o.tool.Name] = o
 	}

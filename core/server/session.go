@@ -326,7 +326,7 @@ func (s *session) step(msg inbound) {
 		s.sendError(&wireError{Code: CodeNoEpisode, Message: why})
 		return
 	}
-	reply, werr := parseStep(msg.Data, msg.HasData)
+	reply, werr := stepReply(msg)
 	if werr != nil {
 		s.sendError(werr)
 		return
