@@ -37,8 +37,8 @@ type Page struct {
 // build, so a page can show that.
 //
 //   - POST prefix/login takes the form field "token": right, it sets the
-//     cookie (Path=prefix, HttpOnly, SameSite=Strict, Secure over TLS,
-//     PageCookieLifetime) and redirects to prefix/; wrong, the form again
+//     cookie (Path=prefix, HttpOnly, SameSite=Strict, PageCookieLifetime;
+//     Secure over TLS, a TLS proxy's X-Forwarded-Proto included) and redirects to prefix/; wrong, the form again
 //     with 401.
 //   - POST prefix/logout clears the cookie.
 //
@@ -67,13 +67,13 @@ func (s *Server) HandlePage(prefix string, p Page) {
 			return
 		}
 		if s.token.on {
-			http.SetCookie(w, pc.issue(time.Now(), r.TLS != nil))
+			http.SetCookie(w, pc.issue(time.Now(), overTLS(r)))
 		}
 		http.Redirect(w, r, prefix+"/", http.StatusSeeOther)
 	})
 	s.mux.HandleFunc("POST "+prefix+"/logout", func(w http.ResponseWriter, r *http.Request) {
 		http.SetCookie(w, &http.Cookie{Name: pc.name, Value: "", Path: pc.path, MaxAge: -1,
-			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
 		http.Redirect(w, r, prefix+"/", http.StatusSeeOther)
 	})
 	guarded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -85,6 +85,13 @@ func (s *Server) HandlePage(prefix string, p Page) {
 	})
 	s.mux.Handle(prefix, guarded)
 	s.mux.Handle(prefix+"/", guarded)
+}
+
+// overTLS reports whether the browser reached us over TLS: directly, or
+// through a proxy that says so. A client lying about it only makes its own
+// cookie Secure, which its browser then keeps off plain HTTP.
+func overTLS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // isPage reports whether path is one of a page's.

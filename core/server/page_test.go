@@ -144,6 +144,15 @@ func TestPageCookie(t *testing.T) {
 	if rec.Code != http.StatusSeeOther || len(cookies) != 1 || !cookies[0].Secure {
 		t.Fatalf("login over TLS: %d cookies %+v, want 303 and a Secure cookie", rec.Code, cookies)
 	}
+	// Behind a TLS proxy, as docs/serving.md sets one up.
+	req = httptest.NewRequest(http.MethodPost, "http://127.0.0.1/ui/login", strings.NewReader("token="+testToken))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Forwarded-Proto", "https")
+	rec = httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	if cookies = rec.Result().Cookies(); len(cookies) != 1 || !cookies[0].Secure {
+		t.Fatalf("login behind a TLS proxy: cookies %+v, want a Secure cookie", cookies)
+	}
 
 	pc := pageCookie{name: "c", path: "/ui", key: s.token.derive("x")}
 	now := time.Now()
