@@ -55,6 +55,8 @@ type episode struct {
 	scored    bool        // the episode ended with a reward
 	res       Result      // its record: spans, outcome
 	abandon   Cause       // why Close was called before the end ("" = the client's)
+	// transcript is kept only with Config.Transcripts (nil: nothing is).
+	transcript *Transcript
 
 	// Play state, touched only while holding busy.
 	next     int // index of the next step to run
@@ -68,7 +70,8 @@ type episode struct {
 	invalid  int // calls naming an unknown tool or failing its schema
 	toolErrs int // calls the env answered with an error
 	opened   bool
-	endCause Cause // how the turns ended, once they have
+	endCause Cause             // how the turns ended, once they have
+	parsed   toolformat.Parsed // the last reply's, kept for the transcript
 }
 
 // turn is an open prompt_agent step.
@@ -116,6 +119,7 @@ func (ep *episode) Result() Result {
 	defer ep.mu.Unlock()
 	r := ep.res
 	r.Spans = append([]Span(nil), r.Spans...)
+	r.Transcript = ep.transcriptCopyLocked()
 	return r
 }
 
@@ -208,6 +212,7 @@ func (ep *episode) Start(ctx context.Context) (Observation, error) {
 	if err := ep.advance(ctx, &obs, false); err != nil {
 		return Observation{}, ep.fail(ctx, err)
 	}
+	ep.keepOpening(&obs)
 	return obs, nil
 }
 
@@ -226,7 +231,16 @@ func (ep *episode) Step(ctx context.Context, reply string) (Observation, error) 
 	err = ep.step(ctx, reply, &obs)
 	// The step is the reply's own time: verifiers and setup it led to
 	// are their own phases.
-	ep.record(Span{Phase: PhaseStep, Env: ep.task.FirstEnv(), Start: start, Took: time.Since(start) - ep.spansSince(n)})
+	took := time.Since(start) - ep.spansSince(n)
+	ep.record(Span{Phase: PhaseStep, Env: ep.task.FirstEnv(), Start: start, Took: took})
+	if ep.transcript != nil {
+		msgs := obs.Messages
+		if err != nil {
+			msgs = nil
+		}
+		ep.keepExchange(reply, ep.parsed, msgs, took)
+		ep.parsed = toolformat.Parsed{}
+	}
 	if err != nil {
 		return Observation{}, ep.fail(ctx, err)
 	}
@@ -246,6 +260,9 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 	parsed, err := ep.parser.Parse(ctx, reply, t.tools)
 	if err != nil {
 		return &Error{Code: CodeExecution, Err: fmt.Errorf("reading the reply's tool calls: %w", err), Cause: causeOf(err, CausePluginDied)}
+	}
+	if ep.transcript != nil {
+		ep.parsed = parsed
 	}
 	if ep.maxTurns > 0 && ep.replies >= ep.maxTurns {
 		ep.capped = true
@@ -620,6 +637,7 @@ func (ep *episode) Close(ctx context.Context) error {
 			ep.res.Outcome, ep.res.Cause, ep.res.Turns = OutcomeAbandoned, ep.abandonCauseLocked(), ep.replies
 		}
 		ep.res.Closed = true
+		ep.res.Ended = time.Now()
 		ep.mu.Unlock()
 		ep.e.ended(ep.Result())
 	})

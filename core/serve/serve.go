@@ -50,6 +50,8 @@ type Options struct {
 	// OpenTimeout and ShutdownTimeout (0: the defaults) bound opening the
 	// runtime and the drain.
 	OpenTimeout, ShutdownTimeout time.Duration
+	// Transcripts say where ended episodes' records go (transcripts.go).
+	Transcripts Transcripts
 }
 
 // Run serves the bundle in dir until a signal on stop: the first stops
@@ -85,6 +87,7 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 	if ro.Observer == nil {
 		ro.Observer = so.Metrics
 	}
+	o.Transcripts.wire(&ro, &so)
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
 	rt, err := runtime.Open(ctx, dir, ro)
