@@ -16,6 +16,8 @@ import (
 
 	"github.com/agentenv/agentenv/core/runtime"
 	"github.com/agentenv/agentenv/core/server"
+	"github.com/agentenv/agentenv/core/transcript"
+	"github.com/agentenv/agentenv/core/ui"
 )
 
 // Defaults of Options' timeouts.
@@ -87,6 +89,10 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 	if ro.Observer == nil {
 		ro.Observer = so.Metrics
 	}
+	if o.Transcripts.Recent == nil {
+		// The live page (/ui) lists the last episodes ended: keep them.
+		o.Transcripts.Recent = transcript.NewRecent(0, 0)
+	}
 	o.Transcripts.wire(&ro, &so)
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
@@ -110,6 +116,9 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 	if err != nil {
 		return errors.Join(err, rt.Close(context.Background()))
 	}
+	// The live page (/ui), behind the same token.
+	page := ui.New(ui.Options{Title: b.Name, Live: srv.Live, Recent: so.Recent, Open: so.Token == "", Logger: log.Named("ui")})
+	srv.HandlePage(ui.Prefix, page.Server())
 	if so.Token == "" && !isLoopback(ln.Addr()) {
 		log.Warn("serving on a non-loopback address without a token: anyone who can reach it can run episodes; set --token-var", "addr", ln.Addr().String())
 	}
