@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentenv/agentenv/core/episode"
 )
@@ -75,4 +76,47 @@ func TestResultTranscript(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkStepTranscripts measures a step with Config.Transcripts on
+// against the same step with it off, alternating in one run: on/off is
+// what keeping transcripts costs a step (off is the floor; off itself
+// only checks a nil pointer).
+func BenchmarkStepTranscripts(b *testing.B) {
+	dir := bundleFiles(b, nil, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
+	ctx := context.Background()
+	play := func(keep bool) episode.Episode {
+		r := newRig(b, dir, rigOptions{tune: func(c *episode.Config) { c.Transcripts = keep }})
+		ep, err := r.engine.Play(episode.Request{TaskID: "puzzle"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ep.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
+		return ep
+	}
+	off, on := play(false), play(true)
+	// Both close before either rig checks nothing is left (the rigs share
+	// the instance label).
+	b.Cleanup(func() { _, _ = off.Close(ctx), on.Close(ctx) })
+	reply := "Let me echo.\n" + call("echo", map[string]any{"text": "hi"}) + "<|im_end|>"
+	var tOff, tOn time.Duration
+	n := 0
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := off.Step(ctx, reply); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := on.Step(ctx, reply); err != nil {
+			b.Fatal(err)
+		}
+		tOff += t1.Sub(t0)
+		tOn += time.Since(t1)
+		n++
+	}
+	b.ReportMetric(float64(tOff.Microseconds())/float64(n), "off-µs/step")
+	b.ReportMetric(float64(tOn.Microseconds())/float64(n), "on-µs/step")
+	b.ReportMetric(float64(tOn)/float64(tOff), "on/off")
 }

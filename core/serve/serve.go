@@ -93,7 +93,13 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 		// The live page (/ui) lists the last episodes ended: keep them.
 		o.Transcripts.Recent = transcript.NewRecent(0, 0)
 	}
-	o.Transcripts.wire(&ro, &so)
+	closeTranscripts, err := o.Transcripts.open(&ro, &so, log)
+	if err != nil {
+		return err
+	}
+	// Deferred: it runs after the engine closed, so the episodes the drain
+	// ends are recorded too.
+	defer closeTranscripts()
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
 	rt, err := runtime.Open(ctx, dir, ro)

@@ -137,3 +137,27 @@ func (r *Record) Score() (float64, bool) {
 	}
 	return *r.Reward, true
 }
+
+// OpenAITool is a tool as the server sends it to trainers: an OpenAI
+// function schema.
+type OpenAITool struct {
+	Type     string         `json:"type"`
+	Function OpenAIFunction `json:"function"`
+}
+
+// OpenAIFunction is an OpenAITool's function.
+type OpenAIFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// OpenAITools are r's tools as the server sent them (the observation's
+// tools, /toolsets/{id}/tools): what a chat template renders.
+func (r *Record) OpenAITools() []OpenAITool {
+	out := make([]OpenAITool, len(r.Tools))
+	for i, t := range r.Tools {
+		out[i] = OpenAITool{Type: "function", Function: OpenAIFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters}}
+	}
+	return out
+}

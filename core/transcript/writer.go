@@ -109,20 +109,32 @@ func NewWriter(o WriterOptions) (*Writer, error) {
 	return w, nil
 }
 
+// DirError is a transcript directory that cannot be written.
+type DirError struct {
+	Dir    string
+	Reason string // "cannot be made", "is not writable"
+	Err    error
+}
+
+func (e *DirError) Error() string {
+	return fmt.Sprintf("transcript directory %s %s: %v", e.Dir, e.Reason, e.Err)
+}
+func (e *DirError) Unwrap() error { return e.Err }
+
 // checkWritable makes dir if missing and writes a probe file in it.
 func checkWritable(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("transcript directory %s cannot be made: %w", dir, err)
+		return &DirError{Dir: dir, Reason: "cannot be made", Err: err}
 	}
 	f, err := os.CreateTemp(dir, ".agentenv-probe-*")
 	if err != nil {
-		return fmt.Errorf("transcript directory %s is not writable: %w", dir, err)
+		return &DirError{Dir: dir, Reason: "is not writable", Err: err}
 	}
 	name := f.Name()
 	_, err = f.Write([]byte("probe\n"))
 	err = errors.Join(err, f.Close(), os.Remove(name))
 	if err != nil {
-		return fmt.Errorf("transcript directory %s is not writable: %w", dir, err)
+		return &DirError{Dir: dir, Reason: "is not writable", Err: err}
 	}
 	return nil
 }
