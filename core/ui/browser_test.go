@@ -28,8 +28,9 @@ import (
 func TestMain(m *testing.M) { os.Exit(servetest.Main(m)) }
 
 // screenshotTo, when set, is where TestBrowser also writes its screenshot
-// of the live page: `go test ./core/ui -run TestBrowser -screenshot
-// $PWD/docs/images/ui.png` refreshes the one docs/serving.md shows.
+// of the live page (and of an episode's, beside it as NAME-episode.png):
+// `go test ./core/ui -run TestBrowser -screenshot $PWD/docs/images/ui.png`
+// refreshes those docs/serving.md shows.
 var screenshotTo = flag.String("screenshot", "", "also write the live page's screenshot (PNG) here")
 
 const chromiumPath = "/usr/bin/chromium"
@@ -226,6 +227,14 @@ func TestBrowser(t *testing.T) {
 	if id := text("episode-id"); id != hostile {
 		t.Errorf("episode page shows %q, want %q", id, hostile)
 	}
+	if *screenshotTo != "" {
+		shot, err := chromedp.Run(browser, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+		checkPNG(t, shot)
+		writeFile(t, strings.TrimSuffix(*screenshotTo, ".png")+"-episode.png", shot)
+	}
 }
 
 // startChromium runs headless Chromium in a process group and a folder of
@@ -353,6 +362,9 @@ func writeFile(t *testing.T, path string, b []byte) {
 		t.Fatal(err)
 	}
 	if err := tmp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {

@@ -6,13 +6,12 @@ import (
 	"github.com/agentenv/agentenv/core/transcript"
 )
 
-// conversation is the episode as a chat, one message after another.
-// TODO(ui): print it with transcript's own text printer once it lands, so
-// the page and `agentenv transcripts` show one conversation alike.
+// conversation is the episode as `agentenv transcripts show` prints it,
+// so the page and the command read alike.
 func conversation(r *transcript.Record) string {
 	var b strings.Builder
-	for _, m := range r.Conversation() {
-		b.WriteString("[" + m.Role + "]\n" + m.Content + "\n\n")
+	if err := transcript.WriteText(&b, r); err != nil {
+		b.WriteString("\n(the conversation could not be printed whole: " + err.Error() + ")")
 	}
 	return b.String()
 }

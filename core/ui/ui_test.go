@@ -134,7 +134,7 @@ func TestPageShowsEverythingEscaped(t *testing.T) {
 		t.Fatalf("episode page: %d", resp.StatusCode)
 	}
 	checkSafe(t, "episode", resp, body, true)
-	for _, want := range []string{"Prices: 31 28 25", "submit_schedule", "tool result &lt;script&gt;alert(&#34;pwned&#34;)&lt;/script&gt;", "done · completed"} {
+	for _, want := range []string{"Prices: 31 28 25", "submit_schedule", "tool result &lt;script&gt;alert(&#34;pwned&#34;)&lt;/script&gt;", "done (completed, none)", "reward 1.000"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("episode page lacks %q:\n%s", want, body)
 		}
