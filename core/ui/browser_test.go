@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/agentenv/agentenv/client"
@@ -235,6 +237,15 @@ func TestBrowser(t *testing.T) {
 		checkPNG(t, shot)
 		writeFile(t, strings.TrimSuffix(*screenshotTo, ".png")+"-episode.png", shot)
 	}
+
+	// Once the login is gone (the cookie cleared, as when it expires), the
+	// live page's next update gets 401 and brings back the form.
+	run("back to the live page", chromedp.NavigateBack(), chromedp.WaitVisible(chromedp.ID("live")))
+	run("clear the cookie", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, network.ClearBrowserCookies, cdp.Empty{})
+		return err
+	}))
+	run("the form once the login is gone", chromedp.WaitVisible(chromedp.ID("token")))
 }
 
 // startChromium runs headless Chromium in a process group and a folder of
