@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"html/template"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,8 @@ var (
 	pageJS  = mustRead("assets/ui.js")
 	tmpl    = template.Must(template.New("").Funcs(template.FuncMap{
 		"secs": seconds,
+		// path escapes an id as one path segment ("/", "?" and "#" too).
+		"path": url.PathEscape,
 		"num":  func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) },
 		"reward": func(r *float64) string {
 			if r == nil {
