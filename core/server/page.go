@@ -85,6 +85,13 @@ func (s *Server) HandlePage(prefix string, p Page) {
 	})
 	s.mux.Handle(prefix, guarded)
 	s.mux.Handle(prefix+"/", guarded)
+	if prefix == "/"+s.opts.Info.Name {
+		// A bundle named as the page keeps its ORS task API there.
+		for _, op := range []string{"GET /splits", "POST /tasks", "POST /num_tasks", "POST /task", "POST /task_range"} {
+			method, path, _ := strings.Cut(op, " ")
+			s.mux.Handle(method+" "+prefix+path, s.requireToken(http.HandlerFunc(s.handleORS)))
+		}
+	}
 }
 
 // overTLS reports whether the browser reached us over TLS: directly, or

@@ -244,3 +244,18 @@ func TestLive(t *testing.T) {
 		t.Errorf("Live().Errors = %v, want one %s as /metrics counts it", ts.Live().Errors, CodeNoEpisode)
 	}
 }
+
+// A bundle named as the page keeps its ORS task API beside the page.
+func TestPageBesideORS(t *testing.T) {
+	ts := startServer(t, Options{Info: Info{Name: "ui", Version: "test"}})
+	ts.HandlePage("/ui", testPage)
+	if code, body := get(t, ts.url("/ui/splits"), ""); code != http.StatusOK || !strings.Contains(body, `"train"`) {
+		t.Errorf("GET /ui/splits: %d %s, want the ORS splits", code, body)
+	}
+	if code, body := do(t, http.MethodPost, ts.url("/ui/num_tasks"), "", `{"split": "all"}`); code != http.StatusOK || !strings.Contains(body, "num_tasks") {
+		t.Errorf("POST /ui/num_tasks: %d %s", code, body)
+	}
+	if code, body := getWith(t, ts, "/ui/"); code != http.StatusOK || body != "PAGE /ui/" {
+		t.Errorf("GET /ui/: %d %q, want the page", code, body)
+	}
+}

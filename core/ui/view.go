@@ -25,7 +25,8 @@ type Snapshot struct {
 	Splits   []SplitStats  `json:"splits"`
 	Causes   CauseChart    `json:"causes"`
 	Phases   []PhaseStats  `json:"phases"`
-	Sessions []SessionRow  `json:"-"` // Live.Sessions, for the table
+	Sessions []SessionRow  `json:"-"` // Live.Sessions, for the table (at most MaxSessionRows)
+	MoreSess int           `json:"-"` // sessions left out of the table
 	Totals   []OutcomeRow  `json:"-"` // Live.Outcomes, for the table
 	Errors   []CountRow    `json:"-"` // Live.Errors, for the table
 	Shown    int           `json:"-"` // len(Episodes)
@@ -35,6 +36,10 @@ type Snapshot struct {
 
 // MaxRows caps the episodes listed; the summaries cover the whole window.
 const MaxRows = 50
+
+// MaxSessionRows caps the sessions listed (a server may hold thousands):
+// those waiting for a slot first, then those playing, then the idle.
+const MaxSessionRows = 100
 
 // EpisodeRow is one ended episode in the list.
 type EpisodeRow struct {
@@ -155,7 +160,22 @@ func buildSnapshot(now time.Time, live server.Live, recs []*transcript.Record, k
 	s.Causes = causeChart(now, recs)
 	s.Legend = s.Causes.legend()
 	s.Phases = phaseStats(recs)
-	for _, ls := range live.Sessions {
+	sessions := append([]server.LiveSession(nil), live.Sessions...)
+	busy := func(ls server.LiveSession) int {
+		switch {
+		case ls.WaitingSince != nil:
+			return 0
+		case ls.Episode != nil:
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(sessions, func(i, j int) bool { return busy(sessions[i]) < busy(sessions[j]) })
+	for i, ls := range sessions {
+		if i == MaxSessionRows {
+			s.MoreSess = len(sessions) - i
+			break
+		}
 		s.Sessions = append(s.Sessions, sessionRow(now, ls))
 	}
 	for outcome, causes := range live.Outcomes {

@@ -1,12 +1,14 @@
 package ui
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/agentenv/agentenv/core/episode"
+	"github.com/agentenv/agentenv/core/server"
 	"github.com/agentenv/agentenv/core/transcript"
 )
 
@@ -102,5 +104,23 @@ func TestSeconds(t *testing.T) {
 		if got := seconds(s); got != want {
 			t.Errorf("seconds(%g) = %q, want %q", s, got, want)
 		}
+	}
+}
+
+// A server with thousands of sessions lists those waiting first, then
+// those playing, up to MaxSessionRows, and says how many it left out.
+func TestSessionRows(t *testing.T) {
+	now := time.Now()
+	var live server.Live
+	for i := range MaxSessionRows + 20 {
+		live.Sessions = append(live.Sessions, server.LiveSession{ID: fmt.Sprint("idle-", i), Opened: now})
+	}
+	live.Sessions = append(live.Sessions,
+		server.LiveSession{ID: "playing", Opened: now, Episode: &episode.Result{EpisodeID: "ep-1", Began: now}},
+		server.LiveSession{ID: "waiting", Opened: now, WaitingSince: &now})
+	s := buildSnapshot(now, live, nil, 0, 0)
+	if len(s.Sessions) != MaxSessionRows || s.MoreSess != 22 || s.Sessions[0].ID != "waiting" || s.Sessions[1].ID != "playing" {
+		t.Errorf("%d rows (first %+v, %+v), %d more; want %d, waiting then playing first, 22 more",
+			len(s.Sessions), s.Sessions[0], s.Sessions[1], s.MoreSess, MaxSessionRows)
 	}
 }
