@@ -123,7 +123,8 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 		return errors.Join(err, rt.Close(context.Background()))
 	}
 	// The live page (/ui), behind the same token.
-	page := ui.New(ui.Options{Title: b.Name, Live: srv.Live, Recent: so.Recent, Open: so.Token == "", Logger: log.Named("ui")})
+	page := ui.New(ui.Options{Title: b.Name, Live: srv.Live, Recent: so.Recent, Open: so.Token == "",
+		ErrorDetail: so.ErrorDetail, Logger: log.Named("ui")})
 	srv.HandlePage(ui.Prefix, page.Server())
 	if so.Token == "" && !isLoopback(ln.Addr()) {
 		log.Warn("serving on a non-loopback address without a token: anyone who can reach it can run episodes; set --token-var", "addr", ln.Addr().String())

@@ -83,7 +83,11 @@ type Options struct {
 	// Refresh is how often the page updates (0: DefaultRefresh).
 	Refresh time.Duration
 	// Open says no token is configured: the page shows no log-out button.
-	Open   bool
+	Open bool
+	// ErrorDetail shows the full detail of DEPLOY_FAILED errors, as
+	// server.Options.ErrorDetail sends it to clients; by default the page
+	// shows what a client is told, and the detail stays in the log.
+	ErrorDetail bool
 	Logger hclog.Logger
 }
 
@@ -189,8 +193,25 @@ func (p *Page) snapshot() Snapshot {
 	if p.opts.Window > 0 && len(recs) > p.opts.Window {
 		recs = recs[:p.opts.Window]
 	}
-	return buildSnapshot(time.Now(), p.opts.Live(), recs, kept, ended)
+	live := p.opts.Live()
+	if !p.opts.ErrorDetail {
+		for i, ls := range live.Sessions {
+			if ls.Episode != nil && isDeployFailure(ls.Episode.Error) {
+				ep := *ls.Episode
+				ep.Error = deployFailedBrief
+				live.Sessions[i].Episode = &ep
+			}
+		}
+	}
+	return buildSnapshot(time.Now(), live, recs, kept, ended)
 }
+
+// deployFailedBrief stands for a DEPLOY_FAILED error's detail (server
+// paths, an env's command line and output, which may print its secrets)
+// on a page any holder of the token may read.
+const deployFailedBrief = "DEPLOY_FAILED: the episode's envs could not be set up; the server's log has the detail (serve --error-detail shows it here)"
+
+func isDeployFailure(msg string) bool { return strings.HasPrefix(msg, "DEPLOY_FAILED:") }
 
 func (p *Page) handleIndex(w http.ResponseWriter, _ *http.Request) {
 	title := "agentenv"
@@ -235,6 +256,11 @@ func (p *Page) handleEpisode(w http.ResponseWriter, r *http.Request) {
 		p.render(w, http.StatusNotFound, "notfound", p.frame("Episode not found",
 			"no episode "+strings.TrimSpace(id)+" among the last kept in memory; `agentenv transcripts` reads older ones from serve --record's files"))
 		return
+	}
+	if !p.opts.ErrorDetail && isDeployFailure(rec.Error) {
+		brief := *rec // records are shared: change a copy
+		brief.Error = deployFailedBrief
+		rec = &brief
 	}
 	v := episodeView{Rec: rec, Row: episodeRow(time.Now(), rec), Text: conversation(rec)}
 	p.render(w, http.StatusOK, "episode", p.frame("Episode "+rec.EpisodeID, v))

@@ -196,3 +196,32 @@ func TestLoginForm(t *testing.T) {
 		checkSafe(t, "login", rec.Result(), body, true)
 	}
 }
+
+// A DEPLOY_FAILED error's detail (server paths, env output) shows only with
+// ErrorDetail, as clients get it; other errors show as they are.
+func TestPageErrorDetail(t *testing.T) {
+	const detail = "DEPLOY_FAILED: env gridsim: start /srv/secret/path/gridsim-env: exit status 1; output: API_KEY=hunter2"
+	failed := record("ep-f", 0, time.Now())
+	failed.Reward, failed.Outcome, failed.Cause, failed.Error = nil, episode.OutcomeFailed, episode.CauseDeployFailed, detail
+	crashed := record("ep-c", 0, time.Now())
+	crashed.Reward, crashed.Outcome, crashed.Cause, crashed.Error = nil, episode.OutcomeFailed, episode.CauseEnvCrashed, "EXECUTION_ERROR: env stopped answering"
+	for _, show := range []bool{false, true} {
+		recent := transcript.NewRecent(0, 0)
+		recent.Record(failed)
+		recent.Record(crashed)
+		p := New(Options{Recent: recent, ErrorDetail: show})
+		_, body := serveGet(t, p, "/ui/episodes/ep-f")
+		if got := strings.Contains(body, "hunter2"); got != show {
+			t.Errorf("ErrorDetail %v: the detail shows: %v\n%s", show, got, body)
+		}
+		if !show && !strings.Contains(body, "the server&#39;s log has the detail") {
+			t.Errorf("without ErrorDetail the page does not say where the detail is:\n%s", body)
+		}
+		if _, body := serveGet(t, p, "/ui/episodes/ep-c"); !strings.Contains(body, "env stopped answering") {
+			t.Errorf("ErrorDetail %v: an EXECUTION_ERROR is hidden:\n%s", show, body)
+		}
+	}
+	if failed.Error != detail {
+		t.Errorf("the shared record was changed: %q", failed.Error)
+	}
+}
