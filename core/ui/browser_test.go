@@ -24,6 +24,7 @@ import (
 
 	"github.com/agentenv/agentenv/client"
 	"github.com/agentenv/agentenv/internal/servetest"
+	"github.com/agentenv/agentenv/sdk/atomicfile"
 	"github.com/agentenv/agentenv/sdk/sdktest"
 )
 
@@ -201,7 +202,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	if *screenshotTo != "" {
-		writeFile(t, *screenshotTo, shot)
+		writeScreenshot(t, *screenshotTo, shot)
 	}
 
 	// Click into the episode whose reply carried markup: its conversation,
@@ -235,7 +236,7 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("screenshot: %v", err)
 		}
 		checkPNG(t, shot)
-		writeFile(t, strings.TrimSuffix(*screenshotTo, ".png")+"-episode.png", shot)
+		writeScreenshot(t, strings.TrimSuffix(*screenshotTo, ".png")+"-episode.png", shot)
 	}
 
 	// Once the login is gone (the cookie cleared, as when it expires), the
@@ -361,25 +362,10 @@ func checkPNG(t *testing.T, b []byte) {
 	}
 }
 
-// writeFile writes b to path through a temporary file, so a failed run
-// leaves the old screenshot whole.
-func writeFile(t *testing.T, path string, b []byte) {
+// writeScreenshot writes a screenshot whole or not at all.
+func writeScreenshot(t *testing.T, path string, png []byte) {
 	t.Helper()
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".ui-*.png")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tmp.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := tmp.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
+	if err := atomicfile.Write(path, png, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
