@@ -88,7 +88,7 @@ type Options struct {
 	// server.Options.ErrorDetail sends it to clients; by default the page
 	// shows what a client is told, and the detail stays in the log.
 	ErrorDetail bool
-	Logger hclog.Logger
+	Logger      hclog.Logger
 }
 
 // Page is the /ui page.
