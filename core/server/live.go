@@ -38,8 +38,23 @@ type LiveSession struct {
 	Opened time.Time `json:"opened"`
 	// WaitingSince is set while the session's reset waits in the queue.
 	WaitingSince *time.Time `json:"waiting_since,omitempty"`
-	// Episode is the episode in play so far; nil when there is none.
-	Episode *episode.Result `json:"episode,omitempty"`
+	// Episode is the episode in play; nil when there is none.
+	Episode *LiveEpisode `json:"episode,omitempty"`
+}
+
+// LiveEpisode is an episode in play, so far.
+type LiveEpisode struct {
+	EpisodeID string `json:"episode_id"`
+	TaskID    string `json:"task_id"`
+	Split     string `json:"split,omitempty"`
+	Index     *int   `json:"index,omitempty"`
+	Turns     int    `json:"turns"` // model replies taken
+	// Began is when it was made, after its queue wait.
+	Began time.Time `json:"began"`
+	// Outcome and Cause are set once it ended, while it is torn down.
+	Outcome episode.Outcome `json:"outcome,omitempty"`
+	Cause   episode.Cause   `json:"cause,omitempty"`
+	Error   string          `json:"error,omitempty"`
 }
 
 // Live reports what the server is doing now. Safe to call at any time.
@@ -66,7 +81,8 @@ func (s *Server) Live() Live {
 		}
 		if ep != nil {
 			r := ep.Result()
-			ls.Episode = &r
+			ls.Episode = &LiveEpisode{EpisodeID: r.EpisodeID, TaskID: r.TaskID, Split: r.Split, Index: r.Index,
+				Turns: r.Turns, Began: r.Began, Outcome: r.Outcome, Cause: r.Cause, Error: r.Error}
 		}
 		l.Sessions = append(l.Sessions, ls)
 	}

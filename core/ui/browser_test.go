@@ -157,13 +157,17 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	playing := res.Observation.EpisodeID
+	if _, err := live.Step(ctx, schedule()); err != nil {
+		t.Fatal(err)
+	}
 
 	// The live update brings every ended episode into the DOM; the page
 	// was loaded before any existed, so only the update can have.
 	for _, id := range []string{idle, arbitrage, hostile, unparsed, abandoned} {
 		run("episode "+id+" listed", chromedp.WaitVisible(chromedp.CSS(`#episodes a.episode[href="/ui/episodes/`+id+`"]`)))
 	}
-	run("the episode in play listed", chromedp.WaitVisible(chromedp.Search(`//table[@id="sessions"]//code[text()="`+playing+`"]`)))
+	run("the episode in play listed, one turn in", chromedp.WaitVisible(chromedp.Search(
+		`//table[@id="sessions"]//tr[td/code[text()="`+playing+`"]]/td[7][normalize-space()="1"]`)))
 	run("the failure causes charted", chromedp.WaitVisible(chromedp.ID("causes")))
 	updates, err := chromedp.Run(browser, chromedp.AttributeValue(chromedp.ID("live"), "data-updates"))
 	if err != nil || updates.Value == "0" || updates.Value == "" {

@@ -49,7 +49,7 @@ func newTestPage(t *testing.T, recs ...*transcript.Record) (*Page, *transcript.R
 	now := time.Now()
 	live := server.Live{Capacity: 4, Active: 1, Queued: 1, Sessions: []server.LiveSession{
 		{ID: "a1b2c3d4", Remote: "127.0.0.1:5000", Opened: now.Add(-time.Minute),
-			Episode: &episode.Result{EpisodeID: "ep-" + hostile, TaskID: "day/train-007", Turns: 2, Began: now.Add(-3 * time.Second)}},
+			Episode: &server.LiveEpisode{EpisodeID: "ep-" + hostile, TaskID: "day/train-007", Turns: 2, Began: now.Add(-3 * time.Second)}},
 		{ID: "e5f6a7b8", Remote: "127.0.0.1:5001", Opened: now, WaitingSince: &now},
 	}, Outcomes: map[string]map[string]float64{"done": {"completed": 3}}, Errors: map[string]float64{"CAPACITY_REACHED": 1}}
 	return New(Options{Title: "gridsim", Live: func() server.Live { return live }, Recent: recent}), recent

@@ -116,7 +116,7 @@ func TestSessionRows(t *testing.T) {
 		live.Sessions = append(live.Sessions, server.LiveSession{ID: fmt.Sprint("idle-", i), Opened: now})
 	}
 	live.Sessions = append(live.Sessions,
-		server.LiveSession{ID: "playing", Opened: now, Episode: &episode.Result{EpisodeID: "ep-1", Began: now}},
+		server.LiveSession{ID: "playing", Opened: now, Episode: &server.LiveEpisode{EpisodeID: "ep-1", Began: now}},
 		server.LiveSession{ID: "waiting", Opened: now, WaitingSince: &now})
 	s := buildSnapshot(now, live, nil, 0, 0)
 	if len(s.Sessions) != MaxSessionRows || s.MoreSess != 22 || s.Sessions[0].ID != "waiting" || s.Sessions[1].ID != "playing" {
