@@ -176,7 +176,8 @@ func (p *Page) render(w http.ResponseWriter, status int, name string, f *frame) 
 
 func (p *Page) login(w http.ResponseWriter, _ *http.Request, status int, failed bool) {
 	f := p.frame("Log in", nil)
-	f.Failed = failed
+	// Nothing of the server before the token: not even the bundle's name.
+	f.Failed, f.Bundle, f.Open = failed, "", true
 	p.render(w, status, "login", f)
 }
 

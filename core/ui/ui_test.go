@@ -190,6 +190,9 @@ func TestLoginForm(t *testing.T) {
 		if rec.Code != http.StatusUnauthorized || !strings.Contains(body, `action="/ui/login"`) || !strings.Contains(body, `type="password"`) {
 			t.Errorf("login form (failed %v): %d\n%s", failed, rec.Code, body)
 		}
+		if strings.Contains(body, "gridsim") || strings.Contains(body, "Log out") {
+			t.Errorf("login form shows the bundle or a log-out button:\n%s", body)
+		}
 		if got := strings.Contains(body, `id="login-error"`); got != failed {
 			t.Errorf("login form (failed %v) shows the error: %v", failed, got)
 		}
