@@ -160,6 +160,25 @@ func TestBrowser(t *testing.T) {
 	if _, err := live.Step(ctx, schedule()); err != nil {
 		t.Fatal(err)
 	}
+	// A second holds the other slot, and a third reset waits in the queue.
+	second, err := c.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if _, err := second.Reset(ctx, client.ResetRequest{Split: "eval", Index: 6}); err != nil {
+		t.Fatal(err)
+	}
+	third, err := c.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	queuedReset := make(chan error, 1)
+	go func() {
+		_, err := third.Reset(ctx, client.ResetRequest{Split: "eval", Index: 7, Wait: 3 * time.Minute})
+		queuedReset <- err
+	}()
 
 	// The live update brings every ended episode into the DOM; the page
 	// was loaded before any existed, so only the update can have.
@@ -169,6 +188,8 @@ func TestBrowser(t *testing.T) {
 	run("the episode in play listed, one turn in", chromedp.WaitVisible(chromedp.Search(
 		`//table[@id="sessions"]//tr[td/code[text()="`+playing+`"]]/td[7][normalize-space()="1"]`)))
 	run("the failure causes charted", chromedp.WaitVisible(chromedp.ID("causes")))
+	run("the queued reset shown", chromedp.WaitVisible(chromedp.Search(`//span[@id="queued"][normalize-space()="1"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//table[@id="sessions"]//td[starts-with(normalize-space(), "waiting for a slot")]`)))
 	updates, err := chromedp.Run(browser, chromedp.AttributeValue(chromedp.ID("live"), "data-updates"))
 	if err != nil || updates.Value == "0" || updates.Value == "" {
 		t.Errorf("data-updates = %q (%v): the page never swapped in its live part", updates.Value, err)
@@ -208,6 +229,14 @@ func TestBrowser(t *testing.T) {
 	if *screenshotTo != "" {
 		writeScreenshot(t, *screenshotTo, shot)
 	}
+
+	// The second session closes: its slot goes to the queued reset, and the
+	// queue empties on the page.
+	second.Close()
+	if err := <-queuedReset; err != nil {
+		t.Fatalf("the queued reset: %v", err)
+	}
+	run("the queue emptied", chromedp.WaitVisible(chromedp.Search(`//span[@id="queued"][normalize-space()="0"]`)))
 
 	// Click into the episode whose reply carried markup: its conversation,
 	// the markup shown as text and never run.
