@@ -67,7 +67,7 @@ func TestBrowser(t *testing.T) {
 		Args: []string{"--token-var", "AGENTENV_UI_TEST_TOKEN", "--max-concurrent-envs", "2"},
 	})
 
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	browser, closeBrowser := startChromium(t, ctx)
 	defer closeBrowser()

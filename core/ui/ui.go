@@ -185,11 +185,9 @@ func (p *Page) login(w http.ResponseWriter, _ *http.Request, status int, failed 
 func (p *Page) snapshot() Snapshot {
 	var recs []*transcript.Record
 	var ended uint64
-	kept := 0
 	if p.opts.Recent != nil {
 		recs = p.opts.Recent.List()
 		ended = p.opts.Recent.Total()
-		kept = len(recs)
 	}
 	if p.opts.Window > 0 && len(recs) > p.opts.Window {
 		recs = recs[:p.opts.Window]
@@ -204,7 +202,7 @@ func (p *Page) snapshot() Snapshot {
 			}
 		}
 	}
-	return buildSnapshot(time.Now(), live, recs, kept, ended)
+	return buildSnapshot(time.Now(), live, recs, ended)
 }
 
 // deployFailedBrief stands for a DEPLOY_FAILED error's detail (server

@@ -30,7 +30,6 @@ type Snapshot struct {
 	Totals   []OutcomeRow  `json:"-"` // Live.Outcomes, for the table
 	Errors   []CountRow    `json:"-"` // Live.Errors, for the table
 	Shown    int           `json:"-"` // len(Episodes)
-	Kept     int           `json:"-"` // episodes kept in memory
 	Legend   []CauseLegend `json:"-"`
 }
 
@@ -147,8 +146,8 @@ const (
 
 // buildSnapshot summarizes the live state and the window's records
 // (newest first).
-func buildSnapshot(now time.Time, live server.Live, recs []*transcript.Record, kept int, ended uint64) Snapshot {
-	s := Snapshot{Now: now, Live: live, Window: len(recs), Ended: ended, Kept: kept}
+func buildSnapshot(now time.Time, live server.Live, recs []*transcript.Record, ended uint64) Snapshot {
+	s := Snapshot{Now: now, Live: live, Window: len(recs), Ended: ended}
 	for i, r := range recs {
 		if i == MaxRows {
 			break

@@ -118,7 +118,7 @@ func TestSessionRows(t *testing.T) {
 	live.Sessions = append(live.Sessions,
 		server.LiveSession{ID: "playing", Opened: now, Episode: &server.LiveEpisode{EpisodeID: "ep-1", Began: now}},
 		server.LiveSession{ID: "waiting", Opened: now, WaitingSince: &now})
-	s := buildSnapshot(now, live, nil, 0, 0)
+	s := buildSnapshot(now, live, nil, 0)
 	if len(s.Sessions) != MaxSessionRows || s.MoreSess != 22 || s.Sessions[0].ID != "waiting" || s.Sessions[1].ID != "playing" {
 		t.Errorf("%d rows (first %+v, %+v), %d more; want %d, waiting then playing first, 22 more",
 			len(s.Sessions), s.Sessions[0], s.Sessions[1], s.MoreSess, MaxSessionRows)
