@@ -93,6 +93,13 @@ func TestServeRecordTranscripts(t *testing.T) {
 	if metric(text, "agentenv_transcripts_dropped_total") != 0 || metric(text, "agentenv_transcripts_failed_total") != 0 || metric(text, "agentenv_transcripts_recording") != 1 {
 		t.Errorf("transcript metrics:\n%s", text)
 	}
+	// A fourth is in play when the server stops: the drain ends it, and
+	// it is recorded before the server exits.
+	live := mustDial(t, s.URL, client.Options{})
+	r4, err := live.Reset(ctx, client.ResetRequest{Split: "eval", Index: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if code := s.signalAndWait(t, syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, s.log)
 	}
@@ -106,9 +113,12 @@ func TestServeRecordTranscripts(t *testing.T) {
 	if _, err := transcript.Read([]string{dir}, func(r *transcript.Record) error { recs[r.EpisodeID] = r; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	a, b, c := recs[first], recs[second], recs[r3.Observation.EpisodeID]
-	if len(recs) != 3 || a == nil || b == nil || c == nil {
+	a, b, c, d := recs[first], recs[second], recs[r3.Observation.EpisodeID], recs[r4.Observation.EpisodeID]
+	if len(recs) != 4 || a == nil || b == nil || c == nil || d == nil {
 		t.Fatalf("records %v", recs)
+	}
+	if d.Outcome != "abandoned" || d.Cause != "server_shutdown" {
+		t.Errorf("the episode the drain ended: %s %s", d.Outcome, d.Cause)
 	}
 	if a.TaskID != "day/eval-001" || a.Split != "eval" || a.Index == nil || *a.Index != 0 || a.Outcome != "done" || a.Cause != "completed" ||
 		*a.Reward != *res.Reward || a.Scores["grade"] != *res.Reward || a.ToolFormat != "hermes" || a.Sandbox != "local" {
@@ -136,9 +146,10 @@ func TestServeRecordTranscripts(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"all", nil, []string{first, second, r3.Observation.EpisodeID}},
+		{"all", nil, []string{first, second, r3.Observation.EpisodeID, r4.Observation.EpisodeID}},
 		{"done", []string{"--outcome", "done"}, []string{first, second}},
-		{"abandoned", []string{"--outcome", "abandoned"}, []string{r3.Observation.EpisodeID}},
+		{"abandoned", []string{"--outcome", "abandoned"}, []string{r3.Observation.EpisodeID, r4.Observation.EpisodeID}},
+		{"cause", []string{"--cause", "server_shutdown"}, []string{r4.Observation.EpisodeID}},
 		{"task glob", []string{"--task", "day/*-002"}, []string{second}},
 		{"reward range", []string{"--min-reward", "0", "--max-reward", "1"}, []string{first, second}},
 		{"reward over", []string{"--min-reward", "1.5"}, nil},

@@ -78,11 +78,36 @@ func TestResultTranscript(t *testing.T) {
 	}
 }
 
-// BenchmarkStepTranscripts measures a step with Config.Transcripts on
+// A reply whose step fails (the env crashed under its call) is kept in
+// the transcript unanswered, and the episode's record says why it failed.
+func TestResultTranscriptFailedStep(t *testing.T) {
+	dir := bundleFiles(t, map[string]string{"TESTENV_CHILD": "1"}, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
+	rec := newRecorder()
+	r := newRig(t, dir, rigOptions{tune: func(c *episode.Config) { c.Observer, c.Transcripts = rec, true }})
+	ep := r.play(episode.Request{TaskID: "puzzle"})
+	r.start(ep)
+	reply := call("crash", map[string]any{})
+	if _, err := ep.Step(context.Background(), reply); err == nil {
+		t.Fatal("the crash call did not fail the step")
+	}
+	if err := ep.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	res := rec.result(t, ep.ID())
+	if res.Outcome != episode.OutcomeFailed || res.Cause != episode.CauseEnvCrashed || res.Transcript == nil {
+		t.Fatalf("outcome %s cause %s transcript %v", res.Outcome, res.Cause, res.Transcript)
+	}
+	x := res.Transcript.Exchanges
+	if len(x) != 1 || x[0].Reply != reply || len(x[0].Parsed.Calls) != 1 || x[0].Messages != nil {
+		t.Errorf("exchanges %+v: want the reply, its call, no answer", x)
+	}
+}
+
+// BenchmarkTranscriptStep measures a step with Config.Transcripts on
 // against the same step with it off, alternating in one run: on/off is
 // what keeping transcripts costs a step (off is the floor; off itself
 // only checks a nil pointer).
-func BenchmarkStepTranscripts(b *testing.B) {
+func BenchmarkTranscriptStep(b *testing.B) {
 	dir := bundleFiles(b, nil, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
 	ctx := context.Background()
 	play := func(keep bool) episode.Episode {

@@ -25,6 +25,15 @@ func ended(id string, at time.Time, replyBytes int) *Record {
 	return &Record{Format: Format, EpisodeID: id, TaskID: "t", Ended: at, Turns: []Turn{{Reply: strings.Repeat("r", replyBytes)}}}
 }
 
+// many is n records of day1, e0 to e<n-1>, of one size.
+func many(n int) []*Record {
+	out := make([]*Record, n)
+	for i := range out {
+		out[i] = ended(fmt.Sprintf("e%02d", i), day1, 100)
+	}
+	return out
+}
+
 func lineLen(t *testing.T, r *Record) int64 {
 	t.Helper()
 	b, err := json.Marshal(r)
@@ -84,6 +93,7 @@ func TestWriterDaysAndRotation(t *testing.T) {
 		{"a restart appends to the day's last file", 2 * one, []*Record{ended("e0", day1, 100), ended("e1", day1, 100), ended("e2", day1, 100)},
 			[]*Record{ended("e3", day1, 100), ended("e4", day1, 100)},
 			map[string][]string{"2026-12-02.jsonl": {"e0", "e1"}, "2026-12-02.1.jsonl": {"e2", "e3"}, "2026-12-02.2.jsonl": {"e4"}}},
+		{"rotation past nine reads back in number order", one, many(12), nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "made", "by", "it")
@@ -105,7 +115,9 @@ func TestWriterDaysAndRotation(t *testing.T) {
 					t.Errorf("recorded %v, want %d", got, len(batch))
 				}
 			}
-			if got := listDir(t, dir); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			if got := listDir(t, dir); tc.want == nil && len(got) != len(tc.records) {
+				t.Errorf("%d files, want one per record: %v", len(got), got)
+			} else if tc.want != nil && fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("files %v, want %v", got, tc.want)
 			}
 			var ids []string
@@ -113,8 +125,12 @@ func TestWriterDaysAndRotation(t *testing.T) {
 			if err != nil || st.Skipped != 0 || st.Partial != 0 {
 				t.Fatalf("Read: %+v %v", st, err)
 			}
-			if len(ids) != len(tc.records)+len(tc.again) {
-				t.Errorf("read back %v", ids)
+			var written []string
+			for _, r := range append(append([]*Record(nil), tc.records...), tc.again...) {
+				written = append(written, r.EpisodeID)
+			}
+			if fmt.Sprint(ids) != fmt.Sprint(written) { // day, then rotation order
+				t.Errorf("read back %v, want %v", ids, written)
 			}
 			if left, _ := filepath.Glob(filepath.Join(dir, ".agentenv-probe-*")); len(left) > 0 {
 				t.Errorf("probe files left: %v", left)
@@ -188,6 +204,8 @@ func TestWriterUnwritableDir(t *testing.T) {
 		{"under a file", filepath.Join(file, "transcripts"), "cannot be made", false},
 		{"a file", file, "cannot be made", false},
 		{"read-only", ro, "is not writable", true},
+		// An existing directory nothing may create files in, root included.
+		{"procfs", "/proc/self", "is not writable", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.needsUser && os.Geteuid() == 0 {

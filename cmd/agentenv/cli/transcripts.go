@@ -195,9 +195,14 @@ the server sent it (no tool list).`,
 			if !changed("min-reward") {
 				tf.minReward = 1
 			}
-			f, err := tf.filter(func(name string) bool { return name == "min-reward" || changed(name) })
+			// The least reward is sft's own bound (matched counts what the
+			// other filters keep); the filter keeps only the most.
+			f, err := tf.filter(func(name string) bool { return name != "min-reward" && changed(name) })
 			if err != nil {
 				return err
+			}
+			if changed("max-reward") && tf.minReward > tf.maxReward {
+				return fmt.Errorf("--min-reward, --max-reward: reward range %g to %g is empty: the least reward is over the most", tf.minReward, tf.maxReward)
 			}
 			o := sft.Options{Filter: f, MinReward: tf.minReward}
 			stderr := cmd.ErrOrStderr()
