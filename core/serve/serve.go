@@ -160,7 +160,8 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 		return stopNow(nil)
 	}
 	log.Info("serving", "bundle", b.Name, "tasks", len(b.Tasks), "url", "http://"+ln.Addr().String(),
-		"sandbox", ro.Sandbox, "max_concurrent_envs", so.MaxConcurrentEnvs, "warm", ro.Warm, "token", so.Token != "", "server_id", serverID)
+		"sandbox", ro.Sandbox, "max_concurrent_envs", so.MaxConcurrentEnvs, "warm", ro.Warm, "token", so.Token != "", "server_id", serverID,
+		"live_page", "http://"+ln.Addr().String()+ui.Prefix+"/")
 
 	select {
 	case err := <-served:
