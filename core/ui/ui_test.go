@@ -228,3 +228,17 @@ func TestPageErrorDetail(t *testing.T) {
 		t.Errorf("the shared record was changed: %q", failed.Error)
 	}
 }
+
+// Without a token there is nothing to log out of.
+func TestPageOpen(t *testing.T) {
+	for _, open := range []bool{false, true} {
+		p := New(Options{Title: "gridsim", Open: open})
+		_, body := serveGet(t, p, "/ui/")
+		if got := strings.Contains(body, `action="/ui/logout"`); got == open {
+			t.Errorf("Open %v: log-out button shown: %v", open, got)
+		}
+		if !strings.Contains(body, `id="no-episodes"`) {
+			t.Errorf("Open %v: a page with no Recent should say no episode ended:\n%s", open, body)
+		}
+	}
+}
