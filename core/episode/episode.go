@@ -256,6 +256,9 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 	ep.replies++
 	t.replies++
 	obs.Turn = ep.replies
+	ep.mu.Lock()
+	ep.res.Turns = ep.replies // Result reads it from any goroutine (the /ui page)
+	ep.mu.Unlock()
 	// The tool format trims the reply (end tokens, reasoning): it knows
 	// its model's layout, and one place does it.
 	parsed, err := toolformat.ParseWith(ctx, ep.parser, reply, t.set)

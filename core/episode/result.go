@@ -118,7 +118,7 @@ type Result struct {
 	Began      time.Time // when Play made it (its queue wait is before)
 	Ended      time.Time // when Close finished (zero until then)
 	Spans      []Span    // in the order they ended
-	Turns      int
+	Turns      int       // model replies taken so far
 	Reward     *float64
 	Metrics    map[string]float64 // the final observation's, when done
 	// Outcome and Cause are set once the episode ended ("" while in play).

@@ -123,10 +123,12 @@ type Server struct {
 	adm      *admission
 	conns    *connLimiter
 	upgrader websocket.Upgrader
+	mux      *http.ServeMux
 	handler  http.Handler
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
+	pages    []string // HandlePage's prefixes
 	sessWG   sync.WaitGroup
 	closing  sync.WaitGroup // episodes being torn down after their session let go
 	draining atomic.Bool
@@ -207,6 +209,7 @@ func New(opts Options) (*Server, error) {
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
+	s.mux = mux
 	auth := func(h http.HandlerFunc) http.Handler { return s.requireToken(h) }
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.Handle("GET /metadata", auth(s.handleMetadata))
