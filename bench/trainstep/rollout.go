@@ -67,6 +67,7 @@ type rollout struct {
 type step struct {
 	wall     time.Duration
 	cpu      time.Duration // the server's CPU time during the step
+	cpuBy    map[string]time.Duration
 	peakRSS  int64
 	rollouts []rollout
 }
@@ -78,6 +79,7 @@ func playStep(ctx context.Context, o options, srv *server, index int) (step, err
 		return step{}, err
 	}
 	before := srv.usage()
+	beforeBy := srv.cpuByProcess()
 	peak := before.rss
 	stopSampling := make(chan struct{})
 	sampled := make(chan int64)
@@ -120,6 +122,10 @@ func playStep(ctx context.Context, o options, srv *server, index int) (step, err
 	close(stopSampling)
 	st.peakRSS = <-sampled
 	st.cpu = srv.usage().cpu - before.cpu
+	st.cpuBy = srv.cpuByProcess()
+	for k, v := range beforeBy {
+		st.cpuBy[k] -= v
+	}
 	if err := errors.Join(errs...); err != nil {
 		return st, err
 	}

@@ -277,11 +277,15 @@ func dockerFloor(ctx context.Context, o options, s *setup) ([]time.Duration, []t
 	if out, err := exec.CommandContext(ctx, "docker", "image", "inspect", s.envDef.Image).CombinedOutput(); err != nil {
 		return nil, nil, fmt.Errorf("image %s is not built (run the docker sandbox once, or docker build it): %s", s.envDef.Image, out)
 	}
-	netName := fmt.Sprintf("trainstep-floor-%d", os.Getpid())
-	if out, err := exec.CommandContext(ctx, "docker", "network", "create", "--subnet", "10.214.254.0/24", "--label", "agentenv.bench=trainstep", netName).CombinedOutput(); err != nil {
+	// A network (and subnet) per floor: the engine can keep a removed
+	// floor's network for a while ("has active endpoints").
+	floorNets++
+	netName := fmt.Sprintf("trainstep-floor-%d-%d", os.Getpid(), floorNets)
+	subnet := fmt.Sprintf("10.214.%d.0/24", 254-(os.Getpid()+floorNets)%200)
+	if out, err := exec.CommandContext(ctx, "docker", "network", "create", "--subnet", subnet, "--label", "agentenv.bench=trainstep", netName).CombinedOutput(); err != nil {
 		return nil, nil, fmt.Errorf("docker network create: %w: %s", err, out)
 	}
-	defer exec.Command("docker", "network", "rm", netName).Run() //nolint:errcheck
+	defer removeNetwork(netName)
 	return floorRuns(ctx, o, func(ctx context.Context, i int) (time.Duration, *envclient.Client, func(), error) {
 		addr, err := freeAddr()
 		if err != nil {
@@ -300,6 +304,22 @@ func dockerFloor(ctx context.Context, o options, s *setup) ([]time.Duration, []t
 		c, err := ready(ctx, "http://127.0.0.1:"+port)
 		return time.Since(t), c, remove, err
 	})
+}
+
+var floorNets int
+
+// removeNetwork removes the floor's network; the engine can refuse while
+// the last endpoint is still being taken down, so it tries again a few times.
+func removeNetwork(name string) {
+	var out []byte
+	var err error
+	for range 10 {
+		if out, err = exec.Command("docker", "network", "rm", name).CombinedOutput(); err == nil {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	fmt.Fprintf(os.Stderr, "trainstep: docker network rm %s: %v: %s\n", name, err, out)
 }
 
 // ecsFloor starts the env's container through the stand-in's own runner

@@ -139,28 +139,11 @@ func runSessions(args []string) error {
 	withLive := sample(srv, state, tmp)
 	fmt.Printf("%d live episodes (reset in %.1f s, %d replays): %s; per live episode: %s\n", len(live), time.Since(start).Seconds(), liveReplays.Load(), withLive, withLive.per(before, len(live)))
 	fmt.Printf("their env processes: %s\n", withLive.envMem(before, len(live)))
-	// Step every live session while all stay live: get_prices each.
-	var mu sync.Mutex
-	var lat []time.Duration
-	cpu0 := srv.usage().cpu
-	start = time.Now()
-	const stepsEach = 3
-	err = parallel(len(live)*stepsEach, o.conc, func(i int) error {
-		t := time.Now()
-		_, err := live[i%len(live)].Step(ctx, gridsimReplies[0])
-		mu.Lock()
-		lat = append(lat, time.Since(t))
-		mu.Unlock()
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("stepping the live sessions: %w", err)
+	if len(live) > 0 {
+		if err := stepLive(ctx, srv, live, o.conc); err != nil {
+			return err
+		}
 	}
-	took := time.Since(start)
-	cpu := srv.usage().cpu - cpu0
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	fmt.Printf("%d steps at %d at once while %d live: p50 %.2f ms, p99 %.2f ms, %.0f steps/s; server CPU %.3f ms per step\n\n",
-		len(lat), o.conc, len(live), ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]), float64(len(lat))/took.Seconds(), ms(cpu)/float64(len(lat)))
 	closeAll(live)
 	if err := waitFor(func() bool { return scrapeSum(srv.url, "agentenv_episodes_live", "") == 0 }, 5*time.Minute); err != nil {
 		return fmt.Errorf("live episodes never went: %w", err)
@@ -196,6 +179,34 @@ func runSessions(args []string) error {
 		_ = waitFor(func() bool { return scrapeSum(srv.url, "agentenv_episodes_live", "") == 0 }, time.Minute)
 		fmt.Printf("| %d | %s | %d |\n", played.Load(), sample(srv, state, tmp).row(), replays.Load())
 	}
+	return nil
+}
+
+// stepLive steps every live session three times (get_prices), conc at
+// once, while all stay live, and prints the latency and the server's CPU
+// per step.
+func stepLive(ctx context.Context, srv *server, live []*client.Session, conc int) error {
+	var mu sync.Mutex
+	var lat []time.Duration
+	cpu0 := srv.usage().cpu
+	start := time.Now()
+	const stepsEach = 3
+	err := parallel(len(live)*stepsEach, conc, func(i int) error {
+		t := time.Now()
+		_, err := live[i%len(live)].Step(ctx, gridsimReplies[0])
+		mu.Lock()
+		lat = append(lat, time.Since(t))
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("stepping the live sessions: %w", err)
+	}
+	took := time.Since(start)
+	cpu := srv.usage().cpu - cpu0
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	fmt.Printf("%d steps at %d at once while %d live: p50 %.2f ms, p99 %.2f ms, %.0f steps/s; server CPU %.3f ms per step\n\n",
+		len(lat), conc, len(live), ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]), float64(len(lat))/took.Seconds(), ms(cpu)/float64(len(lat)))
 	return nil
 }
 
