@@ -97,7 +97,7 @@ func (r *report) print(w io.Writer, o options) {
 		for _, k := range names {
 			fmt.Fprintf(w, " %s %.2f ms;", k, ms(st.cpuBy[k])/float64(max(len(st.rollouts), 1)))
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, " serve allocated %.0f KiB per rollout\n", st.alloc/1024/float64(max(len(st.rollouts), 1)))
 	}
 	fmt.Fprintln(w)
 }

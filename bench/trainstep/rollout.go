@@ -68,6 +68,7 @@ type step struct {
 	wall     time.Duration
 	cpu      time.Duration // the server's CPU time during the step
 	cpuBy    map[string]time.Duration
+	alloc    float64 // bytes serve's Go heap allocated during the step
 	peakRSS  int64
 	rollouts []rollout
 }
@@ -80,6 +81,7 @@ func playStep(ctx context.Context, o options, srv *server, index int) (step, err
 	}
 	before := srv.usage()
 	beforeBy := srv.cpuByProcess()
+	alloc0 := scrapeSum(srv.url, "go_memstats_alloc_bytes_total", "")
 	peak := before.rss
 	stopSampling := make(chan struct{})
 	sampled := make(chan int64)
@@ -123,6 +125,7 @@ func playStep(ctx context.Context, o options, srv *server, index int) (step, err
 	st.peakRSS = <-sampled
 	st.cpu = srv.usage().cpu - before.cpu
 	st.cpuBy = srv.cpuByProcess()
+	st.alloc = scrapeSum(srv.url, "go_memstats_alloc_bytes_total", "") - alloc0
 	for k, v := range beforeBy {
 		st.cpuBy[k] -= v
 	}
