@@ -14,8 +14,8 @@
 // measured in the same run: the sandbox's bare deploy (the env process
 // started by hand, a bare `docker run`, the ECS stand-in's own container
 // start, a bare pod) and a bare MCP tool call on an env; and the server's
-// CPU per rollout by process, and the Go heap serve allocated. docs/performance.md has the
-// results and the commands.
+// CPU per rollout by process, and the Go heap serve allocated.
+// docs/performance.md has the results and the commands.
 //
 //	go run ./bench/trainstep --sandboxes process,docker,docker-warm,ecs -n 32 -c 8 -g 4 -t 4 --steps 2
 //
