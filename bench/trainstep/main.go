@@ -13,8 +13,9 @@
 // time and peak RSS (agentenv serve and its plugin processes), and floors
 // measured in the same run: the sandbox's bare deploy (the env process
 // started by hand, a bare `docker run`, the ECS stand-in's own container
-// start) and a bare MCP tool call on an env. docs/performance.md has the
-// results and the commands.
+// start, a bare pod) and a bare MCP tool call on an env; and the server's
+// CPU per rollout by process, and the Go heap serve allocated.
+// docs/performance.md has the results and the commands.
 //
 //	go run ./bench/trainstep --sandboxes process,docker,docker-warm,ecs -n 32 -c 8 -g 4 -t 4 --steps 2
 //
@@ -23,9 +24,9 @@
 //
 //	go run ./bench/trainstep sessions --idle 10000 --live 2000 --episodes 20000
 //
-// --sandboxes k8s --k8s-config FILE plays the step on Kubernetes (the
-// entry of the sandboxes table in sandboxes.go; its bare-pod floor is still
-// bench/k8s_test.go's).
+// --sandboxes k8s plays the step on the Kubernetes test cluster (`make
+// k8s-up`), in a namespace of the run's own, its floor a bare pod through
+// client-go; --k8s-config FILE (JSON) points it at another cluster.
 package main
 
 import (
@@ -81,7 +82,7 @@ func run() error {
 	flag.IntVar(&o.attempts, "attempts", 3, "attempts per rollout (replays of rollouts the env failed)")
 	flag.StringVar(&repliesFile, "replies", "", "file of model replies, one JSON string per line, played in order (the last one ends the episode)")
 	flag.IntVar(&o.floors, "floors", 8, "bare deploys and MCP calls measured per floor")
-	flag.StringVar(&k8sConfig, "k8s-config", "", "the k8s sandbox's settings file (.json/.toml), for --sandboxes k8s")
+	flag.StringVar(&k8sConfig, "k8s-config", "", "the k8s sandbox's settings file (JSON, with kubeconfig and namespace), for --sandboxes k8s (default: the test cluster of `make k8s-up`, a namespace of its own)")
 	flag.Parse()
 	if o.n < 1 || o.c < 1 || o.g < 1 || o.turns < 1 || o.steps < 1 || o.attempts < 1 {
 		return fmt.Errorf("-n, -c, -g, -t, --steps and --attempts must be at least 1")

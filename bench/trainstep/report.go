@@ -87,5 +87,17 @@ func (r *report) print(w io.Writer, o options) {
 			quantile(dep, 0.5), quantile(rdy, 0.5), quantile(stepT, 0.5), quantile(tool, 0.5), quantile(verify, 0.5), quantile(queue, 0.5),
 			quantile(ratio, 0.5), st.cpu.Seconds(), 100*st.cpu.Seconds()*256/float64(len(st.rollouts))/seedStep.Seconds(), float64(st.peakRSS)/(1<<20))
 	}
+	for i, st := range r.steps {
+		names := make([]string, 0, len(st.cpuBy))
+		for k := range st.cpuBy {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(w, "step %d server CPU per rollout:", i+1)
+		for _, k := range names {
+			fmt.Fprintf(w, " %s %.2f ms;", k, ms(st.cpuBy[k])/float64(max(len(st.rollouts), 1)))
+		}
+		fmt.Fprintf(w, " serve allocated %.0f KiB per rollout\n", st.alloc/1024/float64(max(len(st.rollouts), 1)))
+	}
 	fmt.Fprintln(w)
 }

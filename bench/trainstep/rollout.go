@@ -67,6 +67,8 @@ type rollout struct {
 type step struct {
 	wall     time.Duration
 	cpu      time.Duration // the server's CPU time during the step
+	cpuBy    map[string]time.Duration
+	alloc    float64 // bytes serve's Go heap allocated during the step
 	peakRSS  int64
 	rollouts []rollout
 }
@@ -78,6 +80,8 @@ func playStep(ctx context.Context, o options, srv *server, index int) (step, err
 		return step{}, err
 	}
 	before := srv.usage()
+	beforeBy := srv.cpuByProcess()
+	alloc0 := scrapeSum(srv.url, "go_memstats_alloc_bytes_total", "")
 	peak := before.rss
 	stopSampling := make(chan struct{})
 	sampled := make(chan int64)
@@ -120,6 +124,11 @@ func playStep(ctx context.Context, o options, srv *server, index int) (step, err
 	close(stopSampling)
 	st.peakRSS = <-sampled
 	st.cpu = srv.usage().cpu - before.cpu
+	st.cpuBy = srv.cpuByProcess()
+	st.alloc = scrapeSum(srv.url, "go_memstats_alloc_bytes_total", "") - alloc0
+	for k, v := range beforeBy {
+		st.cpuBy[k] -= v
+	}
 	if err := errors.Join(errs...); err != nil {
 		return st, err
 	}

@@ -52,25 +52,9 @@ var sandboxKinds = []sandboxKind{
 	{name: "docker", floorName: "bare `docker run`", setup: dockerSetup(0), floor: dockerFloor},
 	{name: "docker-warm", floorName: "bare `docker run`", setup: dockerSetup(-1), floor: dockerFloor},
 	{name: "ecs", floorName: "the stand-in's own container start (what its RunTask does)", setup: ecsSetup, floor: ecsFloor},
-	// Kubernetes: serve --sandbox k8s with --k8s-config (the plugin's
-	// settings: kubeconfig, namespace, ...; docs/k8s-test-cluster.md). Its
-	// floor, a bare pod, is bench/k8s_test.go's (BenchmarkK8sDeployToReady);
-	// it is not repeated here yet.
-	{name: "k8s", setup: k8sSetup},
-}
-
-// k8sConfig is the k8s sandbox's settings file (--k8s-config).
-var k8sConfig string
-
-func k8sSetup(_ context.Context, o options, _ string) (*setup, error) {
-	if k8sConfig == "" {
-		return nil, fmt.Errorf("--k8s-config: give the k8s sandbox's settings file (kubeconfig, namespace; see docs/k8s-test-cluster.md)")
-	}
-	env, err := firstEnv(o)
-	if err != nil {
-		return nil, err
-	}
-	return &setup{envDef: env, args: []string{"--sandbox", "k8s", "--sandbox-config", k8sConfig}}, nil
+	// Kubernetes (k8s.go): the test cluster of `make k8s-up`, or the one
+	// --k8s-config names.
+	{name: "k8s", floorName: "a bare pod through client-go, Running and ready", setup: k8sSetup, floor: k8sFloor},
 }
 
 func sandboxNames() []string {
@@ -261,12 +245,8 @@ func floorRuns(ctx context.Context, o options, one func(ctx context.Context, i i
 func processFloor(ctx context.Context, o options, s *setup) ([]time.Duration, []time.Duration, error) {
 	// The server builds the env on its first start; build it here first
 	// so the floor times a start, not a compile.
-	if len(s.envDef.Build) > 0 {
-		b := exec.CommandContext(ctx, s.envDef.Build[0], s.envDef.Build[1:]...)
-		b.Dir = s.envDef.Dir
-		if out, err := b.CombinedOutput(); err != nil {
-			return nil, nil, fmt.Errorf("building the env: %w\n%s", err, out)
-		}
+	if err := buildEnv(ctx, s.envDef); err != nil {
+		return nil, nil, err
 	}
 	return floorRuns(ctx, o, func(ctx context.Context, _ int) (time.Duration, *envclient.Client, func(), error) {
 		addr, err := freeAddr()
@@ -297,11 +277,15 @@ func dockerFloor(ctx context.Context, o options, s *setup) ([]time.Duration, []t
 	if out, err := exec.CommandContext(ctx, "docker", "image", "inspect", s.envDef.Image).CombinedOutput(); err != nil {
 		return nil, nil, fmt.Errorf("image %s is not built (run the docker sandbox once, or docker build it): %s", s.envDef.Image, out)
 	}
-	netName := fmt.Sprintf("trainstep-floor-%d", os.Getpid())
-	if out, err := exec.CommandContext(ctx, "docker", "network", "create", "--subnet", "10.214.254.0/24", "--label", "agentenv.bench=trainstep", netName).CombinedOutput(); err != nil {
+	// A network (and subnet) per floor: the engine can keep a removed
+	// floor's network for a while ("has active endpoints").
+	floorNets++
+	netName := fmt.Sprintf("trainstep-floor-%d-%d", os.Getpid(), floorNets)
+	subnet := fmt.Sprintf("10.214.%d.0/24", 254-(os.Getpid()+floorNets)%200)
+	if out, err := exec.CommandContext(ctx, "docker", "network", "create", "--subnet", subnet, "--label", "agentenv.bench=trainstep", netName).CombinedOutput(); err != nil {
 		return nil, nil, fmt.Errorf("docker network create: %w: %s", err, out)
 	}
-	defer exec.Command("docker", "network", "rm", netName).Run() //nolint:errcheck
+	defer removeNetwork(netName)
 	return floorRuns(ctx, o, func(ctx context.Context, i int) (time.Duration, *envclient.Client, func(), error) {
 		addr, err := freeAddr()
 		if err != nil {
@@ -320,6 +304,22 @@ func dockerFloor(ctx context.Context, o options, s *setup) ([]time.Duration, []t
 		c, err := ready(ctx, "http://127.0.0.1:"+port)
 		return time.Since(t), c, remove, err
 	})
+}
+
+var floorNets int
+
+// removeNetwork removes the floor's network; the engine can refuse while
+// the last endpoint is still being taken down, so it tries again a few times.
+func removeNetwork(name string) {
+	var out []byte
+	var err error
+	for range 10 {
+		if out, err = exec.Command("docker", "network", "rm", name).CombinedOutput(); err == nil {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	fmt.Fprintf(os.Stderr, "trainstep: docker network rm %s: %v: %s\n", name, err, out)
 }
 
 // ecsFloor starts the env's container through the stand-in's own runner

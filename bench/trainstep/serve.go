@@ -96,6 +96,27 @@ type usage struct {
 	rss int64
 }
 
+// cpuByProcess is the CPU time of serve and of each plugin process, by
+// name ("serve", "sandbox-local", "toolformat-hermes", ...).
+func (s *server) cpuByProcess() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	c, _ := procStat(s.cmd.Process.Pid)
+	out["serve"] = c
+	for _, pid := range pluginChildren(s.cmd.Process.Pid) {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		name := "plugin"
+		for i, a := range args {
+			if a == "plugin-serve" && i+1 < len(args) {
+				name = args[i+1]
+			}
+		}
+		c, _ := procStat(pid)
+		out[name] += c
+	}
+	return out
+}
+
 func (s *server) usage() usage {
 	pids := append([]int{s.cmd.Process.Pid}, pluginChildren(s.cmd.Process.Pid)...)
 	var u usage

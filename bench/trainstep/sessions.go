@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,7 @@ import (
 type sessionsOptions struct {
 	options
 	live, idle, episodes, conc, samples int
+	minAvailMiB                         int
 }
 
 func runSessions(args []string) error {
@@ -39,6 +41,7 @@ func runSessions(args []string) error {
 	f.IntVar(&o.episodes, "episodes", 20000, "episodes played back to back after, for leaks")
 	f.IntVar(&o.conc, "c", 64, "episodes at once in the back-to-back run (and resets at once while opening the live sessions)")
 	f.IntVar(&o.samples, "samples", 10, "resource samples over the back-to-back run")
+	f.IntVar(&o.minAvailMiB, "min-available", 3072, "stop opening live episodes when the machine's MemAvailable falls below this many MiB (a shared machine)")
 	if err := f.Parse(args); err != nil {
 		return err
 	}
@@ -87,41 +90,60 @@ func runSessions(args []string) error {
 		return fmt.Errorf("opening live sessions: %w", err)
 	}
 	start := time.Now()
-	var resets atomic.Int64
+	var resets, liveReplays atomic.Int64
+	var lowMem atomic.Bool
+	reset := make([]bool, len(live))
 	err = parallel(len(live), o.conc, func(i int) error {
-		_, err := live[i].Reset(ctx, client.ResetRequest{Split: o.split, Index: i % 2000, MaxTurns: 100})
-		if err == nil {
-			resets.Add(1)
+		if lowMem.Load() {
+			return nil
+		}
+		if avail := memAvailable(); avail > 0 && avail < int64(o.minAvailMiB)<<20 {
+			lowMem.Store(true)
+			return nil
+		}
+		// An env that does not start in time on the loaded machine is
+		// replayed on a fresh session, as a trainer does, and counted.
+		var err error
+		for attempt := 1; attempt <= o.attempts; attempt++ {
+			if attempt > 1 {
+				live[i].Close()
+				liveReplays.Add(1)
+				if live[i], err = c.Connect(ctx); err != nil {
+					return err
+				}
+			}
+			if _, err = live[i].Reset(ctx, client.ResetRequest{Split: o.split, Index: i % 2000, MaxTurns: 100}); err == nil {
+				resets.Add(1)
+				reset[i] = true
+				return nil
+			}
 		}
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("resetting %d live sessions (%d done): %w", len(live), resets.Load(), err)
 	}
-	withLive := sample(srv, state, tmp)
-	fmt.Printf("%d live episodes (reset in %.1f s): %s; per live episode: %s\n", len(live), time.Since(start).Seconds(), withLive, withLive.per(before, len(live)))
-	// Step every live session while all stay live: get_prices each.
-	var mu sync.Mutex
-	var lat []time.Duration
-	cpu0 := srv.usage().cpu
-	start = time.Now()
-	const stepsEach = 3
-	err = parallel(len(live)*stepsEach, o.conc, func(i int) error {
-		t := time.Now()
-		_, err := live[i%len(live)].Step(ctx, gridsimReplies[0])
-		mu.Lock()
-		lat = append(lat, time.Since(t))
-		mu.Unlock()
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("stepping the live sessions: %w", err)
+	if n := int(resets.Load()); n < len(live) {
+		// Only the sessions that hold an episode are measured and stepped.
+		fmt.Printf("stopped at %d live episodes: MemAvailable fell below %d MiB\n", n, o.minAvailMiB)
+		var kept []*client.Session
+		for i, s := range live {
+			if reset[i] {
+				kept = append(kept, s)
+			} else {
+				s.Close()
+			}
+		}
+		live = kept
 	}
-	took := time.Since(start)
-	cpu := srv.usage().cpu - cpu0
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	fmt.Printf("%d steps at %d at once while %d live: p50 %.2f ms, p99 %.2f ms, %.0f steps/s; server CPU %.3f ms per step\n\n",
-		len(lat), o.conc, len(live), ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]), float64(len(lat))/took.Seconds(), ms(cpu)/float64(len(lat)))
+	withLive := sample(srv, state, tmp)
+	fmt.Printf("%d live episodes (reset in %.1f s, %d replays): %s; per live episode: %s\n", len(live), time.Since(start).Seconds(), liveReplays.Load(), withLive, withLive.per(before, len(live)))
+	fmt.Printf("their env processes: %s\n", withLive.envMem(before, len(live)))
+	if len(live) > 0 {
+		if err := stepLive(ctx, srv, live, o.conc); err != nil {
+			return err
+		}
+	}
 	closeAll(live)
 	if err := waitFor(func() bool { return scrapeSum(srv.url, "agentenv_episodes_live", "") == 0 }, 5*time.Minute); err != nil {
 		return fmt.Errorf("live episodes never went: %w", err)
@@ -160,25 +182,69 @@ func runSessions(args []string) error {
 	return nil
 }
 
+// stepLive steps every live session three times (get_prices), conc at
+// once, while all stay live, and prints the latency and the server's CPU
+// per step.
+func stepLive(ctx context.Context, srv *server, live []*client.Session, conc int) error {
+	var mu sync.Mutex
+	var lat []time.Duration
+	cpu0 := srv.usage().cpu
+	start := time.Now()
+	const stepsEach = 3
+	err := parallel(len(live)*stepsEach, conc, func(i int) error {
+		t := time.Now()
+		_, err := live[i%len(live)].Step(ctx, gridsimReplies[0])
+		mu.Lock()
+		lat = append(lat, time.Since(t))
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("stepping the live sessions: %w", err)
+	}
+	took := time.Since(start)
+	cpu := srv.usage().cpu - cpu0
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	fmt.Printf("%d steps at %d at once while %d live: p50 %.2f ms, p99 %.2f ms, %.0f steps/s; server CPU %.3f ms per step\n\n",
+		len(lat), conc, len(live), ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]), float64(len(lat))/took.Seconds(), ms(cpu)/float64(len(lat)))
+	return nil
+}
+
 // resources is a sample of the server's resources.
 type resources struct {
 	rss, pluginRSS int64
 	fds, pluginFDs int
 	goroutines     float64
+	heap           float64 // the Go heap in use (RSS keeps what a grown heap released)
 	tempDirs       int
 	envs           int
+	// The env processes': RSS counts the binary's pages every process
+	// shares; PSS splits them; anon is each one's own memory.
+	envRSS, envPSS, envAnon int64
+	envThreads              int
+	memAvail                int64 // the machine's MemAvailable
 }
 
 func sample(srv *server, state, tmp string) resources {
 	pid := srv.cmd.Process.Pid
 	_, rss := procStat(pid)
-	r := resources{rss: rss, fds: countFDs(pid), goroutines: scrapeSum(srv.url, "go_goroutines", "")}
+	r := resources{rss: rss, fds: countFDs(pid), goroutines: scrapeSum(srv.url, "go_goroutines", ""),
+		heap: scrapeSum(srv.url, "go_memstats_heap_inuse_bytes", "")}
 	for _, p := range pluginChildren(pid) {
 		_, prss := procStat(p)
 		r.pluginRSS += prss
 		r.pluginFDs += countFDs(p)
-		r.envs += len(children(p))
+		envs := children(p)
+		r.envs += len(envs)
+		for _, e := range envs {
+			m := smapsRollup(e)
+			r.envRSS += m["Rss"]
+			r.envPSS += m["Pss"]
+			r.envAnon += m["Pss_Anon"]
+			r.envThreads += threads(e)
+		}
 	}
+	r.memAvail = memAvailable()
 	r.tempDirs = countEntries(state) + countEntries(tmp)
 	return r
 }
@@ -192,9 +258,58 @@ func (r resources) per(base resources, n int) string {
 	if n == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("serve %.1f KiB, %.2f fds; plugins %.1f KiB, %.2f fds",
-		float64(r.rss-base.rss)/1024/float64(n), float64(r.fds-base.fds)/float64(n),
+	return fmt.Sprintf("serve %.1f KiB RSS (%.1f KiB Go heap in use), %.2f fds, %.1f goroutines; plugins %.1f KiB, %.2f fds",
+		float64(r.rss-base.rss)/1024/float64(n), (r.heap-base.heap)/1024/float64(n), float64(r.fds-base.fds)/float64(n), (r.goroutines-base.goroutines)/float64(n),
 		float64(r.pluginRSS-base.pluginRSS)/1024/float64(n), float64(r.pluginFDs-base.pluginFDs)/float64(n))
+}
+
+// envMem is what the env processes take, per live episode, and what the
+// machine gave up (MemAvailable, which other jobs on it move too).
+func (r resources) envMem(base resources, n int) string {
+	if n == 0 || r.envs == 0 {
+		return "-"
+	}
+	per := func(v int64) float64 { return float64(v) / (1 << 20) / float64(n) }
+	return fmt.Sprintf("%d processes, %d threads (%.1f each); RSS %.2f MiB each, PSS %.2f MiB, anon %.2f MiB; machine MemAvailable %.0f -> %.0f MiB (%.2f MiB per live episode, server included)",
+		r.envs, r.envThreads, float64(r.envThreads)/float64(r.envs), per(r.envRSS), per(r.envPSS), per(r.envAnon),
+		float64(base.memAvail)/(1<<20), float64(r.memAvail)/(1<<20), per(base.memAvail-r.memAvail))
+}
+
+// smapsRollup is a process's /proc/PID/smaps_rollup, in bytes.
+func smapsRollup(pid int) map[string]int64 {
+	out := map[string]int64{}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return out
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 3 && f[2] == "kB" {
+			v, _ := strconv.ParseInt(f[1], 10, 64)
+			out[strings.TrimSuffix(f[0], ":")] = v << 10
+		}
+	}
+	return out
+}
+
+func threads(pid int) int {
+	e, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	return len(e)
+}
+
+// memAvailable is the machine's MemAvailable in bytes (0 if unknown).
+func memAvailable() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "MemAvailable:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 func (r resources) row() string {
