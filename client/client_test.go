@@ -101,6 +101,8 @@ func TestNotReady(t *testing.T) {
 		&Error{Status: 502}:                                     true,
 		&Error{Code: CodeUnauthorized, Status: 401}:             false,
 		&Error{Code: CodeDeployFailed}:                          false,
+		&Error{Code: CodeDeployFailed, Status: 502}:             false,
+		&Error{Code: CodeExecutionError, Status: 500}:           false,
 		&Error{Code: CodeNotFound, Status: 404}:                 false,
 		fmt.Errorf("dial: %w", syscall.ECONNREFUSED):            true,
 		fmt.Errorf("%w: the server closed it", ErrDisconnected): true,

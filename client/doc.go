@@ -45,9 +45,11 @@
 //
 // When ctx has a deadline, Dial, Client.Connect, Session.Reset and the
 // catalogue methods wait out a server that is not ready: connection
-// refused (restarting), HTTP 502/503/504 (draining, still building its
-// envs: PREPARING, or a proxy in front of a restart), SHUTTING_DOWN (the session is redialled), and, for Reset,
-// CAPACITY_REACHED. They retry with capped exponential backoff and jitter
+// refused (restarting), HTTP 503 (draining, still building its envs:
+// PREPARING), a bare 502/503/504 (a proxy in front of a restart),
+// SHUTTING_DOWN (the session is redialled), and, for Reset,
+// CAPACITY_REACHED. A 5xx the server sent with a code (DEPLOY_FAILED) is
+// returned at once. They retry with capped exponential backoff and jitter
 // until ctx ends, then return an error that wraps both ctx's error and the
 // last failure. With no deadline they try once, so a wrong address fails
 // at once. A Reset also asks the server to queue it for a free slot until

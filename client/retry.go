@@ -68,7 +68,8 @@ func backoff(n int) time.Duration {
 
 // notReady reports whether err says the server is not ready yet rather
 // than that the call is wrong: it is restarting (refused, reset), draining
-// or behind a proxy that cannot reach it (502, 503, 504, SHUTTING_DOWN),
+// or behind a proxy that cannot reach it (a 502, 503 or 504 with no
+// agentenv code; SHUTTING_DOWN),
 // still building its envs (PREPARING), full (CAPACITY_REACHED), or the
 // connection dropped before an answer.
 func notReady(err error) bool {
@@ -77,6 +78,12 @@ func notReady(err error) bool {
 		switch e.Code {
 		case CodeCapacityReached, CodeShuttingDown, CodePreparing:
 			return true
+		case "":
+		default:
+			// The server itself answered with a code (DEPLOY_FAILED is a
+			// 502): waiting would not change its answer. Only a bare 5xx,
+			// a proxy's, means the server is not there yet.
+			return false
 		}
 		switch e.Status {
 		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:

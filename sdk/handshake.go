@@ -12,7 +12,30 @@ import (
 // for breaking wire changes; features are negotiated through Info.
 // Protocol 2 (sandbox contract v2): Terminate and Exec take the handle
 // Deploy returned, and sandboxes have Prepare.
-const ProtocolVersion = 2
+// Protocol 3: tool-format plugins hold a turn's tools, registered once
+// (RegisterTools), and each Parse names them by id. Sandbox and reward
+// plugins speak 2 and 3 alike.
+const ProtocolVersion = 3
+
+// MinProtocol is the oldest protocol a host takes from a plugin of kind:
+// 3 for tool formats (a protocol 2 tool format expects every tool with
+// every parse), 2 for the rest.
+func MinProtocol(kind Kind) int {
+	if kind == KindToolFormat {
+		return 3
+	}
+	return 2
+}
+
+// Protocols lists the protocol versions a plugin of kind built with this
+// SDK serves, oldest first: every version from MinProtocol(kind) up.
+func Protocols(kind Kind) []int {
+	var out []int
+	for v := MinProtocol(kind); v <= ProtocolVersion; v++ {
+		out = append(out, v)
+	}
+	return out
+}
 
 // Handshake is shared by the host and every plugin. The cookie is not a
 // secret: it only stops a user from running a plugin binary by hand.

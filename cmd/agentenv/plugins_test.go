@@ -142,7 +142,7 @@ func TestPluginsInspect(t *testing.T) {
 		{[]string{"plugins", "inspect", "qwen3coder"}, 0, []string{"name:      qwen3_coder", "status:    ok"}},
 		{[]string{"plugins", "inspect", "toolformat/qwen3-coder"}, 0, []string{"name:      qwen3_coder", "status:    ok"}},
 		{[]string{"plugins", "list", "--help"}, 0, []string{"--json", "agentenv plugins list"}},
-		{[]string{"version"}, 0, []string{"agentenv ", "plugin protocol 2"}},
+		{[]string{"version"}, 0, []string{"agentenv ", "plugin protocol 3"}},
 		{[]string{"plugin-serve", "reward-nope"}, 1, []string{`no built-in plugin "reward-nope"`}},
 	}
 	for _, tc := range tests {

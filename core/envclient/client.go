@@ -108,7 +108,7 @@ func connectOnce(ctx context.Context, url string, opts Options) (*Client, error)
 	client := mcp.NewClient(&mcp.Implementation{Name: opts.ClientName, Version: "1"}, nil)
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:   url,
-		HTTPClient: &http.Client{Transport: cutTransport{base: tr}},
+		HTTPClient: &http.Client{Transport: cutTransport{base: keepConnTransport{base: tr}}},
 		// Requests and responses are all the engine needs; the standalone
 		// stream would hold a connection open per episode for nothing.
 		DisableStandaloneSSE: true,
@@ -186,6 +186,21 @@ func (c *Client) Call(ctx context.Context, name string, args map[string]any, tim
 // dropped. Short strings (keys, types) and the answer's structure are
 // kept, so the answer still decodes; Text may exceed limit by them.
 func (c *Client) CallLimited(ctx context.Context, name string, args map[string]any, timeout time.Duration, limit int64) (Result, error) {
+	return c.callLimited(ctx, name, args, timeout, limit)
+}
+
+// CallRawLimited is CallLimited with the arguments as JSON text (an
+// object), sent as written: key order, number spelling and escapes are
+// the caller's, only the whitespace between tokens goes.
+func (c *Client) CallRawLimited(ctx context.Context, name string, args json.RawMessage, timeout time.Duration, limit int64) (Result, error) {
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	return c.callLimited(ctx, name, args, timeout, limit)
+}
+
+// callLimited sends args (a map or json.RawMessage) as the arguments.
+func (c *Client) callLimited(ctx context.Context, name string, args any, timeout time.Duration, limit int64) (Result, error) {
 	var cut *callCut
 	if limit > 0 {
 		cut = &callCut{limit: limit}
@@ -198,7 +213,7 @@ func (c *Client) CallLimited(ctx context.Context, name string, args map[string]a
 	return res, err
 }
 
-func (c *Client) call(ctx context.Context, name string, args map[string]any, timeout time.Duration) (Result, error) {
+func (c *Client) call(ctx context.Context, name string, args any, timeout time.Duration) (Result, error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)

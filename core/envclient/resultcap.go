@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"sync"
 	"sync/atomic"
 )
 
@@ -80,12 +81,24 @@ type cutReader struct {
 	err       error
 }
 
+// chunks are cutReader's read buffers, one per call in flight.
+var chunks = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}
+
 func (r *cutReader) Close() error { return r.src.Close() }
+
+// release gives the read buffer back once the answer is read to its end
+// (only Read does: a Close may come from another goroutine mid-Read).
+func (r *cutReader) release() {
+	if b := r.buf; b != nil {
+		r.buf = nil
+		chunks.Put(&b)
+	}
+}
 
 func (r *cutReader) Read(p []byte) (int, error) {
 	for r.out.Len() == 0 && r.err == nil {
 		if r.buf == nil {
-			r.buf = make([]byte, chunkSize)
+			r.buf = *chunks.Get().(*[]byte)
 		}
 		n, err := r.src.Read(r.buf)
 		chunk := r.buf[:n]
@@ -103,7 +116,9 @@ func (r *cutReader) Read(p []byte) (int, error) {
 			}
 			r.feed(chunk[i])
 		}
-		r.err = err
+		if r.err = err; err != nil {
+			r.release()
+		}
 	}
 	if r.out.Len() > 0 {
 		return r.out.Read(p)

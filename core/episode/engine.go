@@ -53,6 +53,10 @@ type Config struct {
 	// Observer, when set, hears every span and every episode's Result
 	// (the server's metrics).
 	Observer Observer
+	// Transcripts keeps each episode's prompt, replies and answers in its
+	// Result (Result.Transcript), for core/transcript; off, a step keeps
+	// nothing of them.
+	Transcripts bool
 
 	DeployTimeout   time.Duration // deploy + readiness + listing tools, per env
 	ToolCallTimeout time.Duration // one tool call: setup or the model's
@@ -208,6 +212,17 @@ func (e *Engine) Play(req Request) (Episode, error) {
 		return nil, &Error{Code: CodeValidation, Err: err}
 	}
 	ep := newEpisode(e, task, id, format, parser, req.MaxTurns, req.Queued)
+	ep.res.Split, ep.res.ToolFormat = req.Split, format
+	if req.Index != nil {
+		i := *req.Index
+		ep.res.Index = &i
+		if ep.res.Split == "" {
+			ep.res.Split = bundle.SplitAll
+		}
+	}
+	if e.cfg.Transcripts {
+		ep.transcript = &Transcript{}
+	}
 	e.liveMu.Lock()
 	defer e.liveMu.Unlock()
 	if e.shutdown {

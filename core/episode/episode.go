@@ -55,6 +55,8 @@ type episode struct {
 	scored    bool        // the episode ended with a reward
 	res       Result      // its record: spans, outcome
 	abandon   Cause       // why Close was called before the end ("" = the client's)
+	// transcript is kept only with Config.Transcripts (nil: nothing is).
+	transcript *Transcript
 
 	// Play state, touched only while holding busy.
 	next     int // index of the next step to run
@@ -68,7 +70,8 @@ type episode struct {
 	invalid  int // calls naming an unknown tool or failing its schema
 	toolErrs int // calls the env answered with an error
 	opened   bool
-	endCause Cause // how the turns ended, once they have
+	endCause Cause             // how the turns ended, once they have
+	parsed   toolformat.Parsed // the last reply's, kept for the transcript
 }
 
 // turn is an open prompt_agent step.
@@ -76,7 +79,8 @@ type turn struct {
 	step    *bundle.Step
 	offer   []*offered
 	byName  map[string]*offered
-	tools   []Tool // offered, in order: what the parser reads and the model sees
+	tools   []Tool              // offered, in order: what the parser reads and the model sees
+	set     *toolformat.ToolSet // tools, as sent to the parser: once per plugin process
 	endTurn bool
 	replies int
 }
@@ -116,6 +120,7 @@ func (ep *episode) Result() Result {
 	defer ep.mu.Unlock()
 	r := ep.res
 	r.Spans = append([]Span(nil), r.Spans...)
+	r.Transcript = ep.transcriptCopyLocked()
 	return r
 }
 
@@ -208,6 +213,7 @@ func (ep *episode) Start(ctx context.Context) (Observation, error) {
 	if err := ep.advance(ctx, &obs, false); err != nil {
 		return Observation{}, ep.fail(ctx, err)
 	}
+	ep.keepOpening(&obs)
 	return obs, nil
 }
 
@@ -226,7 +232,16 @@ func (ep *episode) Step(ctx context.Context, reply string) (Observation, error) 
 	err = ep.step(ctx, reply, &obs)
 	// The step is the reply's own time: verifiers and setup it led to
 	// are their own phases.
-	ep.record(Span{Phase: PhaseStep, Env: ep.task.FirstEnv(), Start: start, Took: time.Since(start) - ep.spansSince(n)})
+	took := time.Since(start) - ep.spansSince(n)
+	ep.record(Span{Phase: PhaseStep, Env: ep.task.FirstEnv(), Start: start, Took: took})
+	if ep.transcript != nil {
+		msgs := obs.Messages
+		if err != nil {
+			msgs = nil
+		}
+		ep.keepExchange(reply, ep.parsed, msgs, took)
+		ep.parsed = toolformat.Parsed{}
+	}
 	if err != nil {
 		return Observation{}, ep.fail(ctx, err)
 	}
@@ -241,11 +256,17 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 	ep.replies++
 	t.replies++
 	obs.Turn = ep.replies
+	ep.mu.Lock()
+	ep.res.Turns = ep.replies // Result reads it from any goroutine (the /ui page)
+	ep.mu.Unlock()
 	// The tool format trims the reply (end tokens, reasoning): it knows
 	// its model's layout, and one place does it.
-	parsed, err := ep.parser.Parse(ctx, reply, t.tools)
+	parsed, err := toolformat.ParseWith(ctx, ep.parser, reply, t.set)
 	if err != nil {
 		return &Error{Code: CodeExecution, Err: fmt.Errorf("reading the reply's tool calls: %w", err), Cause: causeOf(err, CausePluginDied)}
+	}
+	if ep.transcript != nil {
+		ep.parsed = parsed
 	}
 	if ep.maxTurns > 0 && ep.replies >= ep.maxTurns {
 		ep.capped = true
@@ -294,7 +315,7 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 		// The answer is read no further than this result may hold: the
 		// rest streams past unread.
 		callStart := time.Now()
-		res, err := o.env.client.CallLimited(ctx, c.Name, args, ep.e.cfg.ToolCallTimeout, max(rep.resultRoom(), 1))
+		res, err := o.env.client.CallRawLimited(ctx, c.Name, args, ep.e.cfg.ToolCallTimeout, max(rep.resultRoom(), 1))
 		ep.timed(PhaseTool, o.env.name, callStart)
 		if err != nil {
 			// The sandbox id names where the env ran (a pod, a container) so
@@ -463,6 +484,7 @@ func (ep *episode) open(s *bundle.Step, obs *Observation, promptSent bool) error
 		return &Error{Code: CodeDeploy, Err: fmt.Errorf("prompt_agent step %q: %w", s.ID, err)}
 	}
 	t := &turn{step: s, offer: offer, byName: map[string]*offered{}, tools: toolsOf(offer), endTurn: ts.EndTurn}
+	t.set = toolformat.NewToolSet(t.tools)
 	for _, o := range offer {
 		t.byName[o.tool.Name] = o
 	}
@@ -620,6 +642,7 @@ func (ep *episode) Close(ctx context.Context) error {
 			ep.res.Outcome, ep.res.Cause, ep.res.Turns = OutcomeAbandoned, ep.abandonCauseLocked(), ep.replies
 		}
 		ep.res.Closed = true
+		ep.res.Ended = time.Now()
 		ep.mu.Unlock()
 		ep.e.ended(ep.Result())
 	})

@@ -1,6 +1,7 @@
 package episode
 
 import (
+	"encoding/json"
 	"fmt"
 	"unicode/utf8"
 
@@ -228,7 +229,8 @@ func countJSONValues(data []byte, limit int) int {
 }
 
 // checkCall checks a call's arguments: their size, then the tool's schema.
-func (l Limits) checkCall(o *offered, args []byte) (map[string]any, error) {
+// It returns the arguments to send: the JSON text the model wrote.
+func (l Limits) checkCall(o *offered, args json.RawMessage) (json.RawMessage, error) {
 	if err := checkArgumentSize(args, l.MaxArgumentValues); err != nil {
 		return nil, err
 	}

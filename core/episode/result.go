@@ -109,18 +109,27 @@ var Causes = []Cause{
 type Result struct {
 	EpisodeID string
 	TaskID    string
-	Sandbox   string
-	Began     time.Time // when Play made it (its queue wait is before)
-	Spans     []Span    // in the order they ended
-	Turns     int
-	Reward    *float64
-	Metrics   map[string]float64 // the final observation's, when done
+	// Split and Index are the reset's ("" and nil when it named the task
+	// by id); ToolFormat the format its replies were read in.
+	Split      string
+	Index      *int
+	ToolFormat string
+	Sandbox    string
+	Began      time.Time // when Play made it (its queue wait is before)
+	Ended      time.Time // when Close finished (zero until then)
+	Spans      []Span    // in the order they ended
+	Turns      int       // model replies taken so far
+	Reward     *float64
+	Metrics    map[string]float64 // the final observation's, when done
 	// Outcome and Cause are set once the episode ended ("" while in play).
 	Outcome Outcome
 	Cause   Cause
 	Error   string // the failure, when failed
 	// Closed is set once Close finished: the teardown ran, its spans are in.
 	Closed bool
+	// Transcript is what the model saw and wrote; nil unless the engine's
+	// Config.Transcripts is set.
+	Transcript *Transcript
 }
 
 // Source is whose doing the episode's end was ("" while in play).
@@ -172,6 +181,21 @@ func (r Result) Envs() []string {
 type Observer interface {
 	ObserveSpan(s Span)
 	EpisodeEnded(r Result)
+}
+
+// Observers hands every span and Result to each observer in turn.
+type Observers []Observer
+
+func (o Observers) ObserveSpan(s Span) {
+	for _, x := range o {
+		x.ObserveSpan(s)
+	}
+}
+
+func (o Observers) EpisodeEnded(r Result) {
+	for _, x := range o {
+		x.EpisodeEnded(r)
+	}
 }
 
 // causeOf classifies a failure for the engine's Result. dflt is the cause

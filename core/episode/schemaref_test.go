@@ -32,3 +32,23 @@ func TestToolSchemaRefsStayInside(t *testing.T) {
 		})
 	}
 }
+
+// A tool's schema is compiled once for every episode that offers it, and
+// per tool name: the name is in the schema's URL.
+func TestSchemaCompiledOnce(t *testing.T) {
+	params := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
+	a := &offered{tool: Tool{Name: "compiled_once", Parameters: params}}
+	b := &offered{tool: Tool{Name: "compiled_once", Parameters: append(json.RawMessage(nil), params...)}}
+	other := &offered{tool: Tool{Name: "compiled_once_too", Parameters: params}}
+	for _, o := range []*offered{a, b, other} {
+		if _, err := o.validate(json.RawMessage(`{"n": 1}`)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := o.validate(json.RawMessage(`{"n": "1"}`)); err == nil {
+			t.Fatal("a string passed an integer's schema")
+		}
+	}
+	if a.schema == nil || a.schema != b.schema || a.schema == other.schema {
+		t.Fatalf("schemas %p %p %p: want the first two one compiled schema, the third its own", a.schema, b.schema, other.schema)
+	}
+}

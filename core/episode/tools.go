@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -32,6 +33,65 @@ type offered struct {
 	schema *jsonschema.Schema // nil when the schema could not be compiled
 }
 
+// compiledSchemas keeps tool schemas compiled across episodes: a task's
+// tools are the same each episode, and compiling a schema costs several
+// times what checking a call against it does.
+var compiledSchemas = &schemaCache{m: map[string]*jsonschema.Schema{}}
+
+// Bounds of compiledSchemas; past either it starts over.
+const (
+	maxCompiledSchemas     = 1024
+	maxCompiledSchemaBytes = 32 << 20
+)
+
+// schemaCache holds compiled schemas by tool name and schema text (the
+// name is in the schema's URL, which its errors may show); nil = the
+// schema does not compile.
+type schemaCache struct {
+	mu    sync.Mutex
+	m     map[string]*jsonschema.Schema
+	bytes int
+}
+
+func (c *schemaCache) get(name string, params json.RawMessage) *jsonschema.Schema {
+	key := name + "\x00" + string(params)
+	c.mu.Lock()
+	s, ok := c.m[key]
+	c.mu.Unlock()
+	if ok {
+		return s
+	}
+	s = compileSchema(name, params)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxCompiledSchemas || c.bytes+len(key) > maxCompiledSchemaBytes {
+		c.m, c.bytes = map[string]*jsonschema.Schema{}, 0
+	}
+	if _, ok := c.m[key]; !ok {
+		c.bytes += len(key)
+	}
+	c.m[key] = s
+	return s
+}
+
+// compileSchema compiles a tool's schema; nil if it does not compile.
+func compileSchema(name string, params json.RawMessage) *jsonschema.Schema {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(params))
+	if err != nil {
+		return nil
+	}
+	c := jsonschema.NewCompiler()
+	// A tool's schema comes from the env: its $refs must not make the
+	// engine read files or fetch URLs on the host.
+	c.UseLoader(refusingLoader{})
+	url := "urn:agentenv:tool:" + name
+	if c.AddResource(url, doc) != nil {
+		return nil
+	}
+	s, _ := c.Compile(url)
+	return s
+}
+
 // refusingLoader loads nothing: only $refs inside the schema itself resolve.
 type refusingLoader struct{}
 
@@ -40,25 +100,11 @@ func (refusingLoader) Load(url string) (any, error) {
 }
 
 // validate checks a call's arguments (a JSON object) against the tool's
-// schema and returns them decoded, to be sent as they are: the arguments
-// are decoded once, and the value checked is the value sent. A schema the
-// validator cannot compile is not enforced: the env still checks.
-func (o *offered) validate(args json.RawMessage) (map[string]any, error) {
-	o.once.Do(func() {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(o.tool.Parameters))
-		if err != nil {
-			return
-		}
-		c := jsonschema.NewCompiler()
-		// A tool's schema comes from the env: its $refs must not make the
-		// engine read files or fetch URLs on the host.
-		c.UseLoader(refusingLoader{})
-		url := "urn:agentenv:tool:" + o.tool.Name
-		if c.AddResource(url, doc) != nil {
-			return
-		}
-		o.schema, _ = c.Compile(url)
-	})
+// schema and returns the text to send: args themselves (the value checked
+// is the value sent, byte for byte but whitespace), {} for none. A schema
+// the validator cannot compile is not enforced: the env still checks.
+func (o *offered) validate(args json.RawMessage) (json.RawMessage, error) {
+	o.once.Do(func() { o.schema = compiledSchemas.get(o.tool.Name, o.tool.Parameters) })
 	var inst any
 	decErr := io.EOF
 	if len(args) > 0 {
@@ -67,7 +113,7 @@ func (o *offered) validate(args json.RawMessage) (map[string]any, error) {
 		dec.UseNumber()
 		decErr = dec.Decode(&inst)
 	}
-	send := map[string]any{}
+	send := json.RawMessage("{}")
 	if len(args) > 0 && string(args) != "null" {
 		obj, ok := inst.(map[string]any)
 		if decErr != nil || !ok {
@@ -78,7 +124,15 @@ func (o *offered) validate(args json.RawMessage) (map[string]any, error) {
 		if err := finiteNumbers(obj); err != nil {
 			return nil, fmt.Errorf("arguments are not a JSON object that can be sent: %w", err)
 		}
-		send = obj
+		send = args
+		if !utf8.Valid(args) {
+			// Sent as decoded (each bad byte as U+FFFD), not as bytes an
+			// env's JSON reader may refuse.
+			var err error
+			if send, err = json.Marshal(obj); err != nil {
+				return nil, fmt.Errorf("arguments are not a JSON object that can be sent: %w", err)
+			}
+		}
 	}
 	if o.schema == nil {
 		return send, nil

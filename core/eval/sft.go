@@ -42,7 +42,7 @@ func WriteSFT(in, out string, minReward float64) (*SFTResult, error) {
 		if r.Failure != nil || r.Reward == nil || *r.Reward < minReward {
 			return nil
 		}
-		if msgs := sftMessages(r.Messages); msgs != nil {
+		if msgs := SFTMessages(r.Messages); msgs != nil {
 			found = append(found, indexed{SFTRow{Messages: msgs, TaskID: r.TaskID, Sample: int64(r.Sample), Reward: *r.Reward}, r.Index})
 		}
 		return nil
@@ -60,16 +60,22 @@ func WriteSFT(in, out string, minReward float64) (*SFTResult, error) {
 	for i, f := range found {
 		sorted[i] = f.row
 	}
-	if err := skyrl.WriteParquet(out, sorted, sftKind); err != nil {
+	if err := WriteSFTRows(out, sorted); err != nil {
 		return nil, fmt.Errorf("--sft-out: %w", err)
 	}
 	return &SFTResult{File: out, Rows: len(sorted), MinReward: minReward}, nil
 }
 
-// sftMessages is a rollout's conversation up to its last reply: what
+// WriteSFTRows writes rows to out, a parquet file, as they are: the SFT
+// file eval writes, for other sources of rollouts (agentenv transcripts).
+func WriteSFTRows(out string, rows []SFTRow) error {
+	return skyrl.WriteParquet(out, rows, sftKind)
+}
+
+// SFTMessages is a rollout's conversation up to its last reply: what
 // follows it (the last tool answers) is nothing the model is trained to
 // write. nil when the model never replied.
-func sftMessages(msgs []Message) []skyrl.Message {
+func SFTMessages(msgs []Message) []skyrl.Message {
 	last := -1
 	for i, m := range msgs {
 		if m.Role == "assistant" {

@@ -103,8 +103,8 @@ func TestBadPlugins(t *testing.T) {
 	want := map[string]string{
 		"v":          "ok",
 		"badcookie":  "failed: handshake cookie mismatch",
-		"badversion": "failed: no common protocol version: Plugin version: 99, Client versions: [2]; the plugin was built against a newer agentenv SDK (protocol 99): upgrade agentenv",
-		"oldversion": "failed: no common protocol version: Plugin version: 1, Client versions: [2]; the plugin was built against an older agentenv SDK (protocol 1): rebuild it against this agentenv's sdk/ (protocol 2",
+		"badversion": "failed: no common protocol version: Plugin version: 99, Client versions: [2 3]; the plugin was built against a newer agentenv SDK (protocol 99): upgrade agentenv",
+		"oldversion": "failed: no common protocol version: Plugin version: 1, Client versions: [2 3]; the plugin was built against an older agentenv SDK (protocol 1): rebuild it against this agentenv's sdk/ (protocol 3",
 		"crash":      `failed: exited before the plugin handshake (last stderr line: "fatal: cannot load the reward model")`,
 		"badschema":  "failed: config schema does not compile",
 		"wrongkind":  "failed: its Info says it is toolformat-wrongkind, but it was found as reward-wrongkind",

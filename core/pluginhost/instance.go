@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -164,6 +165,9 @@ func (h *Host) start(ctx context.Context, c candidate, passEnv []string, probe b
 		return fail(fmt.Errorf("Info call failed: %w", err))
 	}
 	if err := c.matches(info); err != nil {
+		return fail(err)
+	}
+	if err := sdkhost.CheckProtocol(c.kind, client.NegotiatedVersion(), info); err != nil {
 		return fail(err)
 	}
 	in.info = info
@@ -340,11 +344,20 @@ func (l pluginLogger) Log(level hclog.Level, msg string, args ...any) {
 	log.Log(level, msg, kept...)
 }
 
-var pluginVersion = regexp.MustCompile(`Plugin version: (\d+)`)
+var (
+	pluginVersion  = regexp.MustCompile(`Plugin version: (\d+)`)
+	clientVersions = regexp.MustCompile(`Client versions: \[([\d ]*)\]`)
+)
 
 // protocolMismatch words go-plugin's version error for the user: which
 // side is older, and what to do.
 func protocolMismatch(detail string) string {
+	// go-plugin lists the host's versions in map order: sort them.
+	detail = clientVersions.ReplaceAllStringFunc(detail, func(m string) string {
+		vs := strings.Fields(clientVersions.FindStringSubmatch(m)[1])
+		slices.SortFunc(vs, func(a, b string) int { x, _ := strconv.Atoi(a); y, _ := strconv.Atoi(b); return x - y })
+		return "Client versions: [" + strings.Join(vs, " ") + "]"
+	})
 	msg := "no common protocol version: " + detail
 	m := pluginVersion.FindStringSubmatch(detail)
 	if m == nil {

@@ -108,8 +108,8 @@ func TestDescribeStartError(t *testing.T) {
 		{"Unrecognized remote plugin message: hello\nThis usually means ...", "", `not an agentenv plugin: it printed "hello" on stdout`},
 		{"Unrecognized remote plugin message: \nFailed to read any lines from plugin's stdout", "boom\n", `exited before the plugin handshake (last stderr line: "boom")`},
 		{"plugin exited before we could connect", "This binary is a plugin. These are not meant to be executed directly.\nPlease ...", "handshake cookie mismatch"},
-		{"incompatible API version with plugin. Plugin version: 3, Client versions: [2]", "", "no common protocol version: Plugin version: 3, Client versions: [2]; the plugin was built against a newer agentenv SDK (protocol 3): upgrade agentenv"},
-		{"incompatible API version with plugin. Plugin version: 1, Client versions: [2]", "", "no common protocol version: Plugin version: 1, Client versions: [2]; the plugin was built against an older agentenv SDK (protocol 1): rebuild it"},
+		{"incompatible API version with plugin. Plugin version: 4, Client versions: [3 2]", "", "no common protocol version: Plugin version: 4, Client versions: [2 3]; the plugin was built against a newer agentenv SDK (protocol 4): upgrade agentenv"},
+		{"incompatible API version with plugin. Plugin version: 1, Client versions: [2 3]", "", "no common protocol version: Plugin version: 1, Client versions: [2 3]; the plugin was built against an older agentenv SDK (protocol 1): rebuild it"},
 		{"timeout while waiting for plugin to start", "", "no plugin handshake within 1s"},
 		{"fork/exec /x: exec format error", "", "fork/exec /x: exec format error"},
 	}

@@ -57,14 +57,22 @@ func (p rewardProxy) Combine(ctx context.Context, scores map[string]float64) (fl
 type toolFormatProxy struct{ s *slot }
 
 var (
-	_ toolformat.Parser = toolFormatProxy{}
-	_ sdk.Informer      = toolFormatProxy{}
+	_ toolformat.Parser    = toolFormatProxy{}
+	_ toolformat.SetParser = toolFormatProxy{}
+	_ sdk.Informer         = toolFormatProxy{}
 )
 
 func (p toolFormatProxy) Info() sdk.Info { return p.s.info() }
 
 func (p toolFormatProxy) Parse(ctx context.Context, text string, tools []toolformat.Tool) (toolformat.Parsed, error) {
-	return call(ctx, p.s, func(c toolformat.Parser) (toolformat.Parsed, error) { return c.Parse(ctx, text, tools) })
+	return p.ParseSet(ctx, text, toolformat.NewToolSet(tools))
+}
+
+// ParseSet parses against a turn's tool set. Each process is sent a set
+// once, by its own client: a restarted or swapped-in process is sent it
+// again on its first parse of it.
+func (p toolFormatProxy) ParseSet(ctx context.Context, text string, set *toolformat.ToolSet) (toolformat.Parsed, error) {
+	return call(ctx, p.s, func(c toolformat.SetParser) (toolformat.Parsed, error) { return c.ParseSet(ctx, text, set) })
 }
 
 type sandboxProxy struct{ s *slot }

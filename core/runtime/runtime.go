@@ -77,6 +77,9 @@ type Options struct {
 	// Observer hears the engine's phase timings and episode outcomes
 	// (serve: the server's metrics).
 	Observer episode.Observer
+	// Transcripts makes the engine keep each episode's prompt, replies and
+	// answers in its Result (episode.Config.Transcripts).
+	Transcripts bool
 }
 
 // Runtime is an open bundle: its plugins and the engine that plays it.
@@ -188,6 +191,7 @@ func Open(ctx context.Context, dir string, o Options) (_ *Runtime, err error) {
 		WarmLimit:         o.WarmLimit,
 		SandboxName:       sandboxName,
 		Observer:          o.Observer,
+		Transcripts:       o.Transcripts,
 	}
 	if o.Tune != nil {
 		o.Tune(&cfg)

@@ -16,6 +16,8 @@ import (
 
 	"github.com/agentenv/agentenv/core/runtime"
 	"github.com/agentenv/agentenv/core/server"
+	"github.com/agentenv/agentenv/core/transcript"
+	"github.com/agentenv/agentenv/core/ui"
 )
 
 // Defaults of Options' timeouts.
@@ -50,6 +52,8 @@ type Options struct {
 	// OpenTimeout and ShutdownTimeout (0: the defaults) bound opening the
 	// runtime and the drain.
 	OpenTimeout, ShutdownTimeout time.Duration
+	// Transcripts say where ended episodes' records go (transcripts.go).
+	Transcripts Transcripts
 }
 
 // Run serves the bundle in dir until a signal on stop: the first stops
@@ -85,6 +89,17 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 	if ro.Observer == nil {
 		ro.Observer = so.Metrics
 	}
+	if o.Transcripts.Recent == nil {
+		// The live page (/ui) lists the last episodes ended: keep them.
+		o.Transcripts.Recent = transcript.NewRecent(0, 0)
+	}
+	closeTranscripts, err := o.Transcripts.open(&ro, &so, log)
+	if err != nil {
+		return err
+	}
+	// Deferred: it runs after the engine closed, so the episodes the drain
+	// ends are recorded too.
+	defer closeTranscripts()
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
 	rt, err := runtime.Open(ctx, dir, ro)
@@ -107,6 +122,10 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 	if err != nil {
 		return errors.Join(err, rt.Close(context.Background()))
 	}
+	// The live page (/ui), behind the same token.
+	page := ui.New(ui.Options{Title: b.Name, Live: srv.Live, Recent: so.Recent, Open: so.Token == "",
+		ErrorDetail: so.ErrorDetail, Logger: log.Named("ui")})
+	srv.HandlePage(ui.Prefix, page.Server())
 	if so.Token == "" && !isLoopback(ln.Addr()) {
 		log.Warn("serving on a non-loopback address without a token: anyone who can reach it can run episodes; set --token-var", "addr", ln.Addr().String())
 	}
@@ -141,7 +160,8 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 		return stopNow(nil)
 	}
 	log.Info("serving", "bundle", b.Name, "tasks", len(b.Tasks), "url", "http://"+ln.Addr().String(),
-		"sandbox", ro.Sandbox, "max_concurrent_envs", so.MaxConcurrentEnvs, "warm", ro.Warm, "token", so.Token != "", "server_id", serverID)
+		"sandbox", ro.Sandbox, "max_concurrent_envs", so.MaxConcurrentEnvs, "warm", ro.Warm, "token", so.Token != "", "server_id", serverID,
+		"live_page", "http://"+ln.Addr().String()+ui.Prefix+"/")
 
 	select {
 	case err := <-served:

@@ -109,6 +109,17 @@ func (m *Metrics) EpisodeEnded(r episode.Result) {
 	m.outcomes.WithLabelValues(string(r.Outcome), string(r.Cause), string(r.Source()), r.Sandbox, env).Inc()
 }
 
+// Register adds series of other parts (the transcript writer's) to
+// /metrics.
+func (m *Metrics) Register(cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := m.reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // registerRestarts adds the plugin restarts counter, read at each scrape.
 func (m *Metrics) registerRestarts(restarts func() float64) {
 	if restarts == nil {

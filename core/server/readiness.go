@@ -137,7 +137,7 @@ func (r *Readiness) Status() PreparingStatus {
 func secs(d time.Duration) float64 { return float64(d.Milliseconds()) / 1e3 }
 
 // gate serves h once the server is ready. Before, /health says preparing,
-// /metrics is served, and every other request (after the token check, so
+// /metrics and pages (HandlePage) are served, and every other request (after the token check, so
 // a wrong token is still told so) gets 503 PREPARING.
 func (s *Server) gate(h http.Handler) http.Handler {
 	r := s.opts.Readiness
@@ -145,7 +145,7 @@ func (s *Server) gate(h http.Handler) http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if r.IsReady() || s.draining.Load() || req.URL.Path == "/metrics" {
+		if r.IsReady() || s.draining.Load() || req.URL.Path == "/metrics" || s.isPage(req.URL.Path) {
 			h.ServeHTTP(w, req)
 			return
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/agentenv/agentenv/core/episode"
+	"github.com/agentenv/agentenv/core/transcript"
 )
 
 // Defaults for zero Options fields.
@@ -92,6 +93,9 @@ type Options struct {
 	// env's secrets); by default they get the env and a short cause, and
 	// the detail goes to the log. For a server only its operator uses.
 	ErrorDetail bool
+	// Recent, when set, holds the records of the last episodes ended
+	// (core/transcript), for the pages that show them; serve feeds it.
+	Recent *transcript.Recent
 }
 
 // failureMessage is what a client is told of err (its code travels beside
@@ -119,10 +123,12 @@ type Server struct {
 	adm      *admission
 	conns    *connLimiter
 	upgrader websocket.Upgrader
+	mux      *http.ServeMux
 	handler  http.Handler
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
+	pages    []string // HandlePage's prefixes
 	sessWG   sync.WaitGroup
 	closing  sync.WaitGroup // episodes being torn down after their session let go
 	draining atomic.Bool
@@ -203,6 +209,7 @@ func New(opts Options) (*Server, error) {
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
+	s.mux = mux
 	auth := func(h http.HandlerFunc) http.Handler { return s.requireToken(h) }
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.Handle("GET /metadata", auth(s.handleMetadata))

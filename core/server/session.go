@@ -37,10 +37,17 @@ type session struct {
 	inbox    *inbox
 	readDone chan struct{}
 
+	// id, remote and opened name the session in logs and on the /ui page.
+	id, remote string
+	opened     time.Time
+
 	mu      sync.Mutex // guards ep, which Shutdown reads to abort, and pinger
 	ep      episode.Episode
 	aborted bool
 	pinger  *time.Timer
+	// waiting is when the reset in hand began to wait for a slot (zero
+	// when none waits): the /ui page lists the queue.
+	waiting time.Time
 
 	// last is the episode the state message reports: the one in play, or
 	// the one that ended last. Touched only by run.
@@ -55,6 +62,7 @@ func newSession(s *Server, conn *websocket.Conn, remote string) *session {
 	rand.Read(id[:]) //nolint:errcheck // never fails
 	return &session{
 		srv: s, conn: conn, ctx: ctx, cancel: cancel,
+		id: hex.EncodeToString(id[:]), remote: remote, opened: time.Now(),
 		log:      s.log.With("session", hex.EncodeToString(id[:]), "remote", remote),
 		inbox:    newInbox(s.opts.MaxQueuedFrames, s.opts.MaxMessageBytes),
 		readDone: make(chan struct{}),
@@ -270,7 +278,13 @@ func (s *session) reset(msg inbound) {
 		wait = time.Duration(math.Min(*rd.WaitS, maxResetWait.Seconds()) * float64(time.Second))
 	}
 	start := time.Now()
+	s.mu.Lock()
+	s.waiting = start
+	s.mu.Unlock()
 	err := s.srv.adm.acquire(s.ctx, wait)
+	s.mu.Lock()
+	s.waiting = time.Time{}
+	s.mu.Unlock()
 	rd.Req.Queued = time.Since(start)
 	s.srv.metrics.queueWait.Observe(rd.Req.Queued.Seconds())
 	switch {
@@ -326,7 +340,7 @@ func (s *session) step(msg inbound) {
 		s.sendError(&wireError{Code: CodeNoEpisode, Message: why})
 		return
 	}
-	reply, werr := parseStep(msg.Data, msg.HasData)
+	reply, werr := stepReply(msg)
 	if werr != nil {
 		s.sendError(werr)
 		return

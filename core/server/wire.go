@@ -34,6 +34,9 @@ type inbound struct {
 	Type    string
 	Data    json.RawMessage // nil when absent
 	HasData bool
+	// Step frames read in one pass (quickStep) come with their reply.
+	Reply     string
+	ReplyRead bool
 }
 
 // FieldError is one entry of a VALIDATION_ERROR's "errors" list, shaped
@@ -61,6 +64,15 @@ func validationError(msg string, errs ...FieldError) *wireError {
 // parseInbound decodes a text frame. Only "type" and "data" are allowed at
 // the top level, as in OpenEnv.
 func parseInbound(frame []byte) (inbound, *wireError) {
+	if reply, ok := quickStep(frame); ok {
+		return inbound{Type: "step", Reply: reply, ReplyRead: true}, nil
+	}
+	return readInbound(frame)
+}
+
+// readInbound is parseInbound the long way: the frame decoded as a map of
+// raw fields, each field checked and decoded on its own.
+func readInbound(frame []byte) (inbound, *wireError) {
 	var top map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(frame))
 	if err := dec.Decode(&top); err != nil {
@@ -234,6 +246,14 @@ func number(raw json.RawMessage) (float64, bool) {
 	}
 	f, err := n.Float64()
 	return f, err == nil
+}
+
+// stepReply is the reply of a step frame.
+func stepReply(msg inbound) (string, *wireError) {
+	if msg.ReplyRead {
+		return msg.Reply, nil
+	}
+	return parseStep(msg.Data, msg.HasData)
 }
 
 // parseStep validates step data: exactly {"reply": "<text>"}.

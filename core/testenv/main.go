@@ -15,6 +15,7 @@
 //	TESTENV_PAGE_SIZE=n     list tools n per page
 //	TESTENV_PREFIX=p        prefix every tool name with p (two envs in one task)
 //	TESTENV_JSON_RESPONSE=1 answer calls with plain JSON bodies, not SSE streams
+//	TESTENV_ECHO_ARGS=1     serve echo_args too: it answers with the arguments as received
 //
 // flood returns a result of any size (to test the limits on what an env
 // sends back).
@@ -22,6 +23,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -184,6 +186,14 @@ func newServer(p *puzzle) *mcp.Server {
 			}
 			return text("0"), nil, nil
 		})
+	if os.Getenv("TESTENV_ECHO_ARGS") == "1" {
+		// The arguments as they arrived on the wire, byte for byte.
+		s.AddTool(&mcp.Tool{Name: prefix + "echo_args", Description: "Answer with the call's arguments as received.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"number"}}}`)},
+			func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return text("%s", req.Params.Arguments), nil
+			})
+	}
 	return s
 }
 

@@ -43,12 +43,14 @@ func BenchParsePlugin(b *testing.B, cmdPkg, reply string, tools []toolformat.Too
 	c := LaunchBinary(b, cmdPkg)
 	ctx := context.Background()
 	b.SetBytes(int64(len(reply)))
-	if got, err := c.Parse(ctx, reply, tools); err != nil || len(got.Calls) != wantCalls {
+	// One tool set, as a host makes one per turn: the tools cross once.
+	set := toolformat.NewToolSet(tools)
+	if got, err := c.ParseSet(ctx, reply, set); err != nil || len(got.Calls) != wantCalls {
 		b.Fatalf("bench reply parses to %+v, %v", got, err)
 	}
 	RunPaired(b,
 		func() {
-			if _, err := c.Parse(ctx, reply, tools); err != nil {
+			if _, err := c.ParseSet(ctx, reply, set); err != nil {
 				b.Fatal(err)
 			}
 		},

@@ -100,8 +100,12 @@ func Launch(t testing.TB, kind sdk.Kind, path string, args ...string) any {
 		t.Fatalf("dispense %s from %s: %v", kind, path, err)
 	}
 	if r, ok := raw.(sdk.Remote); ok {
-		if _, err := r.RemoteInfo(context.Background()); err != nil {
+		info, err := r.RemoteInfo(context.Background())
+		if err != nil {
 			t.Fatalf("plugin %s does not answer Info: %v", path, err)
+		}
+		if err := host.CheckProtocol(kind, client.NegotiatedVersion(), info); err != nil {
+			t.Fatalf("plugin %s: %v", path, err)
 		}
 	}
 	return raw

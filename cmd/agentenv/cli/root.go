@@ -32,6 +32,7 @@ func NewRootCmd(version string) *cobra.Command {
 		newSkyrlCmd(),
 		newPluginsCmd(),
 		newSandboxesCmd(),
+		newTranscriptsCmd(),
 		newVersionCmd(version),
 		newPluginServeCmd(),
 	)

@@ -17,6 +17,7 @@ import (
 	"github.com/agentenv/agentenv/core/runtime"
 	"github.com/agentenv/agentenv/core/serve"
 	"github.com/agentenv/agentenv/core/server"
+	"github.com/agentenv/agentenv/core/transcript"
 )
 
 func newServeCmd(version string) *cobra.Command {
@@ -104,6 +105,10 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 			log.Warn("the token is out of the environment children inherit, but stays readable in this process's /proc/<pid>/environ", "error", err)
 		}
 	}
+	transcripts, err := o.transcripts()
+	if err != nil {
+		return err
+	}
 	sandboxCfg, err := jsonConfig(o.SandboxConfig)
 	if err != nil {
 		return fmt.Errorf("--sandbox-config: %w", err)
@@ -128,12 +133,32 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 			MaxQueuedFrames:   o.Limits.MaxQueuedMessages,
 			ErrorDetail:       o.ErrorDetail,
 		},
+		Transcripts: transcripts,
 	}, sigs)
 	if errors.Is(err, serve.ErrAbandoned) {
 		os.Exit(1) // logged; the teardown still running must not hold the exit
+	}
+	var dirErr *transcript.DirError
+	if errors.As(err, &dirErr) {
+		return fmt.Errorf("--record %s: %w; give a directory agentenv can write to, or leave --record out", o.Record, err)
 	}
 	if err != nil {
 		return sandboxConfigHint(err, o.SandboxConfig)
 	}
 	return nil
+}
+
+// transcripts are where --record sends ended episodes: the directory, and
+// the last ones in memory for the pages that show them.
+func (o serveOptions) transcripts() (serve.Transcripts, error) {
+	switch {
+	case o.RecordFileMB < 1:
+		return serve.Transcripts{}, fmt.Errorf("--record-file-mb must be at least 1, got %d", o.RecordFileMB)
+	case o.RecordQueue < 1:
+		return serve.Transcripts{}, fmt.Errorf("--record-queue must be at least 1, got %d", o.RecordQueue)
+	case o.Record == "":
+		return serve.Transcripts{}, nil
+	}
+	return serve.Transcripts{Dir: o.Record, MaxFileBytes: int64(o.RecordFileMB) << 20, Queue: o.RecordQueue,
+		Recent: transcript.NewRecent(0, 0)}, nil
 }

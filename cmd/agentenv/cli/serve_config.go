@@ -15,6 +15,8 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/pflag"
+
+	"github.com/agentenv/agentenv/core/transcript"
 )
 
 // serveOptions are serve's settings, from flags and the [serve] table of
@@ -35,6 +37,11 @@ type serveOptions struct {
 	// ErrorDetail sends clients DEPLOY_FAILED's full detail (server
 	// paths, env output); for a server only its operator uses.
 	ErrorDetail bool
+	// Record is the transcript directory (--record); RecordFileMB and
+	// RecordQueue bound its files and its write queue.
+	Record       string
+	RecordFileMB int
+	RecordQueue  int
 }
 
 func defaultServeOptions() serveOptions {
@@ -46,6 +53,8 @@ func defaultServeOptions() serveOptions {
 		IdleTimeout:       30 * time.Minute,
 		LogLevel:          "info",
 		Limits:            defaultServeLimits(),
+		RecordFileMB:      transcript.DefaultMaxFileBytes >> 20,
+		RecordQueue:       transcript.DefaultQueue,
 	}
 }
 
@@ -63,6 +72,9 @@ func (o *serveOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.LogJSON, "log-json", o.LogJSON, "log JSON lines instead of text")
 	f.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: trace, debug, info, warn, error")
 	f.BoolVar(&o.ErrorDetail, "error-detail", o.ErrorDetail, "send clients the full detail of DEPLOY_FAILED (server paths, env command lines and output, which may print secrets); for a server only you use. Without it clients get the env and a short cause, and the log the detail")
+	f.StringVar(&o.Record, "record", o.Record, "append each ended episode's transcript (prompt, replies, calls, tool results, scores, outcome, phase times) as a JSON line to daily files in this directory; read them with agentenv transcripts (docs/transcripts.md)")
+	f.IntVar(&o.RecordFileMB, "record-file-mb", o.RecordFileMB, "start the day's next transcript file once one would pass this many MiB")
+	f.IntVar(&o.RecordQueue, "record-queue", o.RecordQueue, "transcripts waiting to be written at most; past it they are dropped and counted (agentenv_transcripts_dropped_total), so a step never waits on the disk")
 	o.Limits.addFlags(f)
 }
 

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentenv/agentenv/core/dataset/skyrl/oracles"
 )
@@ -297,6 +298,8 @@ func TestWriteRefusals(t *testing.T) {
 		tmpl  *ChatTemplate
 		is    error
 		wants []string
+		// oddTries, when set, is how often ts-odd's tools may be listed.
+		oddTries int
 	}{{
 		name:  "prompt too long",
 		setup: func(_ *fakeServer, o *Options, _ *string) { o.MaxPromptLength = 250 },
@@ -311,7 +314,10 @@ func TestWriteRefusals(t *testing.T) {
 		name:  "env fails to deploy",
 		setup: func(f *fakeServer, _ *Options, _ *string) { f.deployFails = "ts-odd" },
 		is:    ErrDeploy,
-		wants: []string{"toolset ts-odd (task day/train-002): listing its tools deploys one of its envs, and that failed", "process exited with status 1", "agentenv play URL --task day/train-002"},
+		// Once: the server's own DEPLOY_FAILED (a 502) is not retried
+		// until the deadline as a proxy's bare 502 would be.
+		oddTries: 1,
+		wants:    []string{"toolset ts-odd (task day/train-002): listing its tools deploys one of its envs, and that failed", "process exited with status 1", "agentenv play URL --task day/train-002"},
 	}, {
 		name:  "token refused",
 		setup: func(f *fakeServer, _ *Options, token *string) { f.token, *token = "right", "wrong" },
@@ -371,9 +377,16 @@ func TestWriteRefusals(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := filepath.Join(t.TempDir(), "data")
-			_, err = Write(context.Background(), cat, c.tmpl, wordCounter{}, out, o)
+			// A deadline, as the CLI sets one: the client waits out only
+			// a server that is not ready within it.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_, err = Write(ctx, cat, c.tmpl, wordCounter{}, out, o)
 			if err == nil || (c.is != nil && !errors.Is(err, c.is)) {
 				t.Fatalf("got %v, want %v", err, c.is)
+			}
+			if c.oddTries != 0 && f.toolsCalls["ts-odd"] != c.oddTries {
+				t.Errorf("ts-odd's tools were listed %d times, want %d", f.toolsCalls["ts-odd"], c.oddTries)
 			}
 			var long *TooLongError
 			if errors.As(err, &long) {

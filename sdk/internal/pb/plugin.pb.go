@@ -359,6 +359,96 @@ func (x *CombineResponse) GetReward() float64 {
 	return 0
 }
 
+type RegisterToolsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The set's id: the host derives it from the tools' content, so the
+	// same tools always have the same id.
+	ToolSet       string  `protobuf:"bytes,1,opt,name=tool_set,json=toolSet,proto3" json:"tool_set,omitempty"`
+	Tools         []*Tool `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterToolsRequest) Reset() {
+	*x = RegisterToolsRequest{}
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterToolsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterToolsRequest) ProtoMessage() {}
+
+func (x *RegisterToolsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterToolsRequest.ProtoReflect.Descriptor instead.
+func (*RegisterToolsRequest) Descriptor() ([]byte, []int) {
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RegisterToolsRequest) GetToolSet() string {
+	if x != nil {
+		return x.ToolSet
+	}
+	return ""
+}
+
+func (x *RegisterToolsRequest) GetTools() []*Tool {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+type RegisterToolsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterToolsResponse) Reset() {
+	*x = RegisterToolsResponse{}
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterToolsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterToolsResponse) ProtoMessage() {}
+
+func (x *RegisterToolsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterToolsResponse.ProtoReflect.Descriptor instead.
+func (*RegisterToolsResponse) Descriptor() ([]byte, []int) {
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{8}
+}
+
 type Tool struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -370,7 +460,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[7]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -382,7 +472,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[7]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -395,7 +485,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{7}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Tool) GetName() string {
@@ -429,7 +519,7 @@ type Call struct {
 
 func (x *Call) Reset() {
 	*x = Call{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[8]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -441,7 +531,7 @@ func (x *Call) String() string {
 func (*Call) ProtoMessage() {}
 
 func (x *Call) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[8]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -454,7 +544,7 @@ func (x *Call) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Call.ProtoReflect.Descriptor instead.
 func (*Call) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{8}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Call) GetName() string {
@@ -481,7 +571,7 @@ type Unparsed struct {
 
 func (x *Unparsed) Reset() {
 	*x = Unparsed{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[9]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -493,7 +583,7 @@ func (x *Unparsed) String() string {
 func (*Unparsed) ProtoMessage() {}
 
 func (x *Unparsed) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[9]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -506,7 +596,7 @@ func (x *Unparsed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Unparsed.ProtoReflect.Descriptor instead.
 func (*Unparsed) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Unparsed) GetText() string {
@@ -524,16 +614,17 @@ func (x *Unparsed) GetReason() string {
 }
 
 type ParseRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
-	Tools         []*Tool                `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Text  string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	// The id of a tool set registered with RegisterTools; "" = no tools.
+	ToolSet       string `protobuf:"bytes,3,opt,name=tool_set,json=toolSet,proto3" json:"tool_set,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ParseRequest) Reset() {
 	*x = ParseRequest{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[10]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -545,7 +636,7 @@ func (x *ParseRequest) String() string {
 func (*ParseRequest) ProtoMessage() {}
 
 func (x *ParseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[10]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -558,7 +649,7 @@ func (x *ParseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParseRequest.ProtoReflect.Descriptor instead.
 func (*ParseRequest) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ParseRequest) GetText() string {
@@ -568,11 +659,11 @@ func (x *ParseRequest) GetText() string {
 	return ""
 }
 
-func (x *ParseRequest) GetTools() []*Tool {
+func (x *ParseRequest) GetToolSet() string {
 	if x != nil {
-		return x.Tools
+		return x.ToolSet
 	}
-	return nil
+	return ""
 }
 
 type ParseResponse struct {
@@ -586,14 +677,18 @@ type ParseResponse struct {
 	UnparsedOmitted uint32 `protobuf:"varint,4,opt,name=unparsed_omitted,json=unparsedOmitted,proto3" json:"unparsed_omitted,omitempty"`
 	// Calls the plugin read but did not send: together they were too large
 	// for one message. They are dropped from the end.
-	CallsOmitted  uint32 `protobuf:"varint,5,opt,name=calls_omitted,json=callsOmitted,proto3" json:"calls_omitted,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CallsOmitted uint32 `protobuf:"varint,5,opt,name=calls_omitted,json=callsOmitted,proto3" json:"calls_omitted,omitempty"`
+	// The plugin holds no tool set of the request's id (it was restarted,
+	// or dropped the set to bound its memory) and parsed nothing: the host
+	// registers the set again and retries.
+	UnknownToolSet bool `protobuf:"varint,6,opt,name=unknown_tool_set,json=unknownToolSet,proto3" json:"unknown_tool_set,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ParseResponse) Reset() {
 	*x = ParseResponse{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[11]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -605,7 +700,7 @@ func (x *ParseResponse) String() string {
 func (*ParseResponse) ProtoMessage() {}
 
 func (x *ParseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[11]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -618,7 +713,7 @@ func (x *ParseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParseResponse.ProtoReflect.Descriptor instead.
 func (*ParseResponse) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ParseResponse) GetContent() string {
@@ -656,6 +751,13 @@ func (x *ParseResponse) GetCallsOmitted() uint32 {
 	return 0
 }
 
+func (x *ParseResponse) GetUnknownToolSet() bool {
+	if x != nil {
+		return x.UnknownToolSet
+	}
+	return false
+}
+
 type DeployRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Env           string                 `protobuf:"bytes,1,opt,name=env,proto3" json:"env,omitempty"`
@@ -674,7 +776,7 @@ type DeployRequest struct {
 
 func (x *DeployRequest) Reset() {
 	*x = DeployRequest{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -686,7 +788,7 @@ func (x *DeployRequest) String() string {
 func (*DeployRequest) ProtoMessage() {}
 
 func (x *DeployRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -699,7 +801,7 @@ func (x *DeployRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeployRequest.ProtoReflect.Descriptor instead.
 func (*DeployRequest) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeployRequest) GetEnv() string {
@@ -781,7 +883,7 @@ type PrepareRequest struct {
 
 func (x *PrepareRequest) Reset() {
 	*x = PrepareRequest{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -793,7 +895,7 @@ func (x *PrepareRequest) String() string {
 func (*PrepareRequest) ProtoMessage() {}
 
 func (x *PrepareRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -806,7 +908,7 @@ func (x *PrepareRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareRequest.ProtoReflect.Descriptor instead.
 func (*PrepareRequest) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PrepareRequest) GetSpec() *DeployRequest {
@@ -824,7 +926,7 @@ type PrepareResponse struct {
 
 func (x *PrepareResponse) Reset() {
 	*x = PrepareResponse{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -836,7 +938,7 @@ func (x *PrepareResponse) String() string {
 func (*PrepareResponse) ProtoMessage() {}
 
 func (x *PrepareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -849,7 +951,7 @@ func (x *PrepareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareResponse.ProtoReflect.Descriptor instead.
 func (*PrepareResponse) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 type SandboxInfo struct {
@@ -864,7 +966,7 @@ type SandboxInfo struct {
 
 func (x *SandboxInfo) Reset() {
 	*x = SandboxInfo{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -876,7 +978,7 @@ func (x *SandboxInfo) String() string {
 func (*SandboxInfo) ProtoMessage() {}
 
 func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -889,7 +991,7 @@ func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxInfo.ProtoReflect.Descriptor instead.
 func (*SandboxInfo) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SandboxInfo) GetId() string {
@@ -929,7 +1031,7 @@ type TerminateRequest struct {
 
 func (x *TerminateRequest) Reset() {
 	*x = TerminateRequest{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -941,7 +1043,7 @@ func (x *TerminateRequest) String() string {
 func (*TerminateRequest) ProtoMessage() {}
 
 func (x *TerminateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -954,7 +1056,7 @@ func (x *TerminateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminateRequest.ProtoReflect.Descriptor instead.
 func (*TerminateRequest) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TerminateRequest) GetSandbox() *SandboxInfo {
@@ -972,7 +1074,7 @@ type TerminateResponse struct {
 
 func (x *TerminateResponse) Reset() {
 	*x = TerminateResponse{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -984,7 +1086,7 @@ func (x *TerminateResponse) String() string {
 func (*TerminateResponse) ProtoMessage() {}
 
 func (x *TerminateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -997,7 +1099,7 @@ func (x *TerminateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminateResponse.ProtoReflect.Descriptor instead.
 func (*TerminateResponse) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 type ListRequest struct {
@@ -1009,7 +1111,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1021,7 +1123,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1034,7 +1136,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListRequest) GetLabels() map[string]string {
@@ -1053,7 +1155,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1065,7 +1167,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1078,7 +1180,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListResponse) GetSandboxes() []*SandboxInfo {
@@ -1098,7 +1200,7 @@ type ExecRequest struct {
 
 func (x *ExecRequest) Reset() {
 	*x = ExecRequest{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1110,7 +1212,7 @@ func (x *ExecRequest) String() string {
 func (*ExecRequest) ProtoMessage() {}
 
 func (x *ExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1123,7 +1225,7 @@ func (x *ExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
 func (*ExecRequest) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ExecRequest) GetSandbox() *SandboxInfo {
@@ -1151,7 +1253,7 @@ type ExecResponse struct {
 
 func (x *ExecResponse) Reset() {
 	*x = ExecResponse{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1163,7 +1265,7 @@ func (x *ExecResponse) String() string {
 func (*ExecResponse) ProtoMessage() {}
 
 func (x *ExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1176,7 +1278,7 @@ func (x *ExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResponse.ProtoReflect.Descriptor instead.
 func (*ExecResponse) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ExecResponse) GetExitCode() int32 {
@@ -1221,7 +1323,11 @@ const file_agentenv_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x0eCombineRequest\x121\n" +
 	"\x06scores\x18\x01 \x03(\v2\x19.agentenv.plugin.v1.ScoreR\x06scores\")\n" +
 	"\x0fCombineResponse\x12\x16\n" +
-	"\x06reward\x18\x01 \x01(\x01R\x06reward\"\\\n" +
+	"\x06reward\x18\x01 \x01(\x01R\x06reward\"a\n" +
+	"\x14RegisterToolsRequest\x12\x19\n" +
+	"\btool_set\x18\x01 \x01(\tR\atoolSet\x12.\n" +
+	"\x05tools\x18\x02 \x03(\v2\x18.agentenv.plugin.v1.ToolR\x05tools\"\x17\n" +
+	"\x15RegisterToolsResponse\"\\\n" +
 	"\x04Tool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1e\n" +
@@ -1233,16 +1339,17 @@ const file_agentenv_plugin_v1_plugin_proto_rawDesc = "" +
 	"\targuments\x18\x02 \x01(\fR\targuments\"6\n" +
 	"\bUnparsed\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"R\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"J\n" +
 	"\fParseRequest\x12\x12\n" +
-	"\x04text\x18\x01 \x01(\tR\x04text\x12.\n" +
-	"\x05tools\x18\x02 \x03(\v2\x18.agentenv.plugin.v1.ToolR\x05tools\"\xe3\x01\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\x12\x19\n" +
+	"\btool_set\x18\x03 \x01(\tR\atoolSetJ\x04\b\x02\x10\x03R\x05tools\"\x8d\x02\n" +
 	"\rParseResponse\x12\x18\n" +
 	"\acontent\x18\x01 \x01(\tR\acontent\x12.\n" +
 	"\x05calls\x18\x02 \x03(\v2\x18.agentenv.plugin.v1.CallR\x05calls\x128\n" +
 	"\bunparsed\x18\x03 \x03(\v2\x1c.agentenv.plugin.v1.UnparsedR\bunparsed\x12)\n" +
 	"\x10unparsed_omitted\x18\x04 \x01(\rR\x0funparsedOmitted\x12#\n" +
-	"\rcalls_omitted\x18\x05 \x01(\rR\fcallsOmitted\"\xc5\x03\n" +
+	"\rcalls_omitted\x18\x05 \x01(\rR\fcallsOmitted\x12(\n" +
+	"\x10unknown_tool_set\x18\x06 \x01(\bR\x0eunknownToolSet\"\xc5\x03\n" +
 	"\rDeployRequest\x12\x10\n" +
 	"\x03env\x18\x01 \x01(\tR\x03env\x12\x10\n" +
 	"\x03dir\x18\x02 \x01(\tR\x03dir\x12\x14\n" +
@@ -1293,9 +1400,10 @@ const file_agentenv_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x04Info\x12\x1f.agentenv.plugin.v1.InfoRequest\x1a .agentenv.plugin.v1.InfoResponse\x12X\n" +
 	"\tConfigure\x12$.agentenv.plugin.v1.ConfigureRequest\x1a%.agentenv.plugin.v1.ConfigureResponse2\\\n" +
 	"\x06Reward\x12R\n" +
-	"\aCombine\x12\".agentenv.plugin.v1.CombineRequest\x1a#.agentenv.plugin.v1.CombineResponse2Z\n" +
+	"\aCombine\x12\".agentenv.plugin.v1.CombineRequest\x1a#.agentenv.plugin.v1.CombineResponse2\xc0\x01\n" +
 	"\n" +
-	"ToolFormat\x12L\n" +
+	"ToolFormat\x12d\n" +
+	"\rRegisterTools\x12(.agentenv.plugin.v1.RegisterToolsRequest\x1a).agentenv.plugin.v1.RegisterToolsResponse\x12L\n" +
 	"\x05Parse\x12 .agentenv.plugin.v1.ParseRequest\x1a!.agentenv.plugin.v1.ParseResponse2\x9b\x03\n" +
 	"\aSandbox\x12R\n" +
 	"\aPrepare\x12\".agentenv.plugin.v1.PrepareRequest\x1a#.agentenv.plugin.v1.PrepareResponse\x12L\n" +
@@ -1316,68 +1424,72 @@ func file_agentenv_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 	return file_agentenv_plugin_v1_plugin_proto_rawDescData
 }
 
-var file_agentenv_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_agentenv_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_agentenv_plugin_v1_plugin_proto_goTypes = []any{
-	(*InfoRequest)(nil),       // 0: agentenv.plugin.v1.InfoRequest
-	(*InfoResponse)(nil),      // 1: agentenv.plugin.v1.InfoResponse
-	(*ConfigureRequest)(nil),  // 2: agentenv.plugin.v1.ConfigureRequest
-	(*ConfigureResponse)(nil), // 3: agentenv.plugin.v1.ConfigureResponse
-	(*Score)(nil),             // 4: agentenv.plugin.v1.Score
-	(*CombineRequest)(nil),    // 5: agentenv.plugin.v1.CombineRequest
-	(*CombineResponse)(nil),   // 6: agentenv.plugin.v1.CombineResponse
-	(*Tool)(nil),              // 7: agentenv.plugin.v1.Tool
-	(*Call)(nil),              // 8: agentenv.plugin.v1.Call
-	(*Unparsed)(nil),          // 9: agentenv.plugin.v1.Unparsed
-	(*ParseRequest)(nil),      // 10: agentenv.plugin.v1.ParseRequest
-	(*ParseResponse)(nil),     // 11: agentenv.plugin.v1.ParseResponse
-	(*DeployRequest)(nil),     // 12: agentenv.plugin.v1.DeployRequest
-	(*PrepareRequest)(nil),    // 13: agentenv.plugin.v1.PrepareRequest
-	(*PrepareResponse)(nil),   // 14: agentenv.plugin.v1.PrepareResponse
-	(*SandboxInfo)(nil),       // 15: agentenv.plugin.v1.SandboxInfo
-	(*TerminateRequest)(nil),  // 16: agentenv.plugin.v1.TerminateRequest
-	(*TerminateResponse)(nil), // 17: agentenv.plugin.v1.TerminateResponse
-	(*ListRequest)(nil),       // 18: agentenv.plugin.v1.ListRequest
-	(*ListResponse)(nil),      // 19: agentenv.plugin.v1.ListResponse
-	(*ExecRequest)(nil),       // 20: agentenv.plugin.v1.ExecRequest
-	(*ExecResponse)(nil),      // 21: agentenv.plugin.v1.ExecResponse
-	nil,                       // 22: agentenv.plugin.v1.DeployRequest.EnvVarsEntry
-	nil,                       // 23: agentenv.plugin.v1.DeployRequest.LabelsEntry
-	nil,                       // 24: agentenv.plugin.v1.SandboxInfo.LabelsEntry
-	nil,                       // 25: agentenv.plugin.v1.ListRequest.LabelsEntry
+	(*InfoRequest)(nil),           // 0: agentenv.plugin.v1.InfoRequest
+	(*InfoResponse)(nil),          // 1: agentenv.plugin.v1.InfoResponse
+	(*ConfigureRequest)(nil),      // 2: agentenv.plugin.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),     // 3: agentenv.plugin.v1.ConfigureResponse
+	(*Score)(nil),                 // 4: agentenv.plugin.v1.Score
+	(*CombineRequest)(nil),        // 5: agentenv.plugin.v1.CombineRequest
+	(*CombineResponse)(nil),       // 6: agentenv.plugin.v1.CombineResponse
+	(*RegisterToolsRequest)(nil),  // 7: agentenv.plugin.v1.RegisterToolsRequest
+	(*RegisterToolsResponse)(nil), // 8: agentenv.plugin.v1.RegisterToolsResponse
+	(*Tool)(nil),                  // 9: agentenv.plugin.v1.Tool
+	(*Call)(nil),                  // 10: agentenv.plugin.v1.Call
+	(*Unparsed)(nil),              // 11: agentenv.plugin.v1.Unparsed
+	(*ParseRequest)(nil),          // 12: agentenv.plugin.v1.ParseRequest
+	(*ParseResponse)(nil),         // 13: agentenv.plugin.v1.ParseResponse
+	(*DeployRequest)(nil),         // 14: agentenv.plugin.v1.DeployRequest
+	(*PrepareRequest)(nil),        // 15: agentenv.plugin.v1.PrepareRequest
+	(*PrepareResponse)(nil),       // 16: agentenv.plugin.v1.PrepareResponse
+	(*SandboxInfo)(nil),           // 17: agentenv.plugin.v1.SandboxInfo
+	(*TerminateRequest)(nil),      // 18: agentenv.plugin.v1.TerminateRequest
+	(*TerminateResponse)(nil),     // 19: agentenv.plugin.v1.TerminateResponse
+	(*ListRequest)(nil),           // 20: agentenv.plugin.v1.ListRequest
+	(*ListResponse)(nil),          // 21: agentenv.plugin.v1.ListResponse
+	(*ExecRequest)(nil),           // 22: agentenv.plugin.v1.ExecRequest
+	(*ExecResponse)(nil),          // 23: agentenv.plugin.v1.ExecResponse
+	nil,                           // 24: agentenv.plugin.v1.DeployRequest.EnvVarsEntry
+	nil,                           // 25: agentenv.plugin.v1.DeployRequest.LabelsEntry
+	nil,                           // 26: agentenv.plugin.v1.SandboxInfo.LabelsEntry
+	nil,                           // 27: agentenv.plugin.v1.ListRequest.LabelsEntry
 }
 var file_agentenv_plugin_v1_plugin_proto_depIdxs = []int32{
 	4,  // 0: agentenv.plugin.v1.CombineRequest.scores:type_name -> agentenv.plugin.v1.Score
-	7,  // 1: agentenv.plugin.v1.ParseRequest.tools:type_name -> agentenv.plugin.v1.Tool
-	8,  // 2: agentenv.plugin.v1.ParseResponse.calls:type_name -> agentenv.plugin.v1.Call
-	9,  // 3: agentenv.plugin.v1.ParseResponse.unparsed:type_name -> agentenv.plugin.v1.Unparsed
-	22, // 4: agentenv.plugin.v1.DeployRequest.env_vars:type_name -> agentenv.plugin.v1.DeployRequest.EnvVarsEntry
-	23, // 5: agentenv.plugin.v1.DeployRequest.labels:type_name -> agentenv.plugin.v1.DeployRequest.LabelsEntry
-	12, // 6: agentenv.plugin.v1.PrepareRequest.spec:type_name -> agentenv.plugin.v1.DeployRequest
-	24, // 7: agentenv.plugin.v1.SandboxInfo.labels:type_name -> agentenv.plugin.v1.SandboxInfo.LabelsEntry
-	15, // 8: agentenv.plugin.v1.TerminateRequest.sandbox:type_name -> agentenv.plugin.v1.SandboxInfo
-	25, // 9: agentenv.plugin.v1.ListRequest.labels:type_name -> agentenv.plugin.v1.ListRequest.LabelsEntry
-	15, // 10: agentenv.plugin.v1.ListResponse.sandboxes:type_name -> agentenv.plugin.v1.SandboxInfo
-	15, // 11: agentenv.plugin.v1.ExecRequest.sandbox:type_name -> agentenv.plugin.v1.SandboxInfo
+	9,  // 1: agentenv.plugin.v1.RegisterToolsRequest.tools:type_name -> agentenv.plugin.v1.Tool
+	10, // 2: agentenv.plugin.v1.ParseResponse.calls:type_name -> agentenv.plugin.v1.Call
+	11, // 3: agentenv.plugin.v1.ParseResponse.unparsed:type_name -> agentenv.plugin.v1.Unparsed
+	24, // 4: agentenv.plugin.v1.DeployRequest.env_vars:type_name -> agentenv.plugin.v1.DeployRequest.EnvVarsEntry
+	25, // 5: agentenv.plugin.v1.DeployRequest.labels:type_name -> agentenv.plugin.v1.DeployRequest.LabelsEntry
+	14, // 6: agentenv.plugin.v1.PrepareRequest.spec:type_name -> agentenv.plugin.v1.DeployRequest
+	26, // 7: agentenv.plugin.v1.SandboxInfo.labels:type_name -> agentenv.plugin.v1.SandboxInfo.LabelsEntry
+	17, // 8: agentenv.plugin.v1.TerminateRequest.sandbox:type_name -> agentenv.plugin.v1.SandboxInfo
+	27, // 9: agentenv.plugin.v1.ListRequest.labels:type_name -> agentenv.plugin.v1.ListRequest.LabelsEntry
+	17, // 10: agentenv.plugin.v1.ListResponse.sandboxes:type_name -> agentenv.plugin.v1.SandboxInfo
+	17, // 11: agentenv.plugin.v1.ExecRequest.sandbox:type_name -> agentenv.plugin.v1.SandboxInfo
 	0,  // 12: agentenv.plugin.v1.Base.Info:input_type -> agentenv.plugin.v1.InfoRequest
 	2,  // 13: agentenv.plugin.v1.Base.Configure:input_type -> agentenv.plugin.v1.ConfigureRequest
 	5,  // 14: agentenv.plugin.v1.Reward.Combine:input_type -> agentenv.plugin.v1.CombineRequest
-	10, // 15: agentenv.plugin.v1.ToolFormat.Parse:input_type -> agentenv.plugin.v1.ParseRequest
-	13, // 16: agentenv.plugin.v1.Sandbox.Prepare:input_type -> agentenv.plugin.v1.PrepareRequest
-	12, // 17: agentenv.plugin.v1.Sandbox.Deploy:input_type -> agentenv.plugin.v1.DeployRequest
-	16, // 18: agentenv.plugin.v1.Sandbox.Terminate:input_type -> agentenv.plugin.v1.TerminateRequest
-	18, // 19: agentenv.plugin.v1.Sandbox.List:input_type -> agentenv.plugin.v1.ListRequest
-	20, // 20: agentenv.plugin.v1.Sandbox.Exec:input_type -> agentenv.plugin.v1.ExecRequest
-	1,  // 21: agentenv.plugin.v1.Base.Info:output_type -> agentenv.plugin.v1.InfoResponse
-	3,  // 22: agentenv.plugin.v1.Base.Configure:output_type -> agentenv.plugin.v1.ConfigureResponse
-	6,  // 23: agentenv.plugin.v1.Reward.Combine:output_type -> agentenv.plugin.v1.CombineResponse
-	11, // 24: agentenv.plugin.v1.ToolFormat.Parse:output_type -> agentenv.plugin.v1.ParseResponse
-	14, // 25: agentenv.plugin.v1.Sandbox.Prepare:output_type -> agentenv.plugin.v1.PrepareResponse
-	15, // 26: agentenv.plugin.v1.Sandbox.Deploy:output_type -> agentenv.plugin.v1.SandboxInfo
-	17, // 27: agentenv.plugin.v1.Sandbox.Terminate:output_type -> agentenv.plugin.v1.TerminateResponse
-	19, // 28: agentenv.plugin.v1.Sandbox.List:output_type -> agentenv.plugin.v1.ListResponse
-	21, // 29: agentenv.plugin.v1.Sandbox.Exec:output_type -> agentenv.plugin.v1.ExecResponse
-	21, // [21:30] is the sub-list for method output_type
-	12, // [12:21] is the sub-list for method input_type
+	7,  // 15: agentenv.plugin.v1.ToolFormat.RegisterTools:input_type -> agentenv.plugin.v1.RegisterToolsRequest
+	12, // 16: agentenv.plugin.v1.ToolFormat.Parse:input_type -> agentenv.plugin.v1.ParseRequest
+	15, // 17: agentenv.plugin.v1.Sandbox.Prepare:input_type -> agentenv.plugin.v1.PrepareRequest
+	14, // 18: agentenv.plugin.v1.Sandbox.Deploy:input_type -> agentenv.plugin.v1.DeployRequest
+	18, // 19: agentenv.plugin.v1.Sandbox.Terminate:input_type -> agentenv.plugin.v1.TerminateRequest
+	20, // 20: agentenv.plugin.v1.Sandbox.List:input_type -> agentenv.plugin.v1.ListRequest
+	22, // 21: agentenv.plugin.v1.Sandbox.Exec:input_type -> agentenv.plugin.v1.ExecRequest
+	1,  // 22: agentenv.plugin.v1.Base.Info:output_type -> agentenv.plugin.v1.InfoResponse
+	3,  // 23: agentenv.plugin.v1.Base.Configure:output_type -> agentenv.plugin.v1.ConfigureResponse
+	6,  // 24: agentenv.plugin.v1.Reward.Combine:output_type -> agentenv.plugin.v1.CombineResponse
+	8,  // 25: agentenv.plugin.v1.ToolFormat.RegisterTools:output_type -> agentenv.plugin.v1.RegisterToolsResponse
+	13, // 26: agentenv.plugin.v1.ToolFormat.Parse:output_type -> agentenv.plugin.v1.ParseResponse
+	16, // 27: agentenv.plugin.v1.Sandbox.Prepare:output_type -> agentenv.plugin.v1.PrepareResponse
+	17, // 28: agentenv.plugin.v1.Sandbox.Deploy:output_type -> agentenv.plugin.v1.SandboxInfo
+	19, // 29: agentenv.plugin.v1.Sandbox.Terminate:output_type -> agentenv.plugin.v1.TerminateResponse
+	21, // 30: agentenv.plugin.v1.Sandbox.List:output_type -> agentenv.plugin.v1.ListResponse
+	23, // 31: agentenv.plugin.v1.Sandbox.Exec:output_type -> agentenv.plugin.v1.ExecResponse
+	22, // [22:32] is the sub-list for method output_type
+	12, // [12:22] is the sub-list for method input_type
 	12, // [12:12] is the sub-list for extension type_name
 	12, // [12:12] is the sub-list for extension extendee
 	0,  // [0:12] is the sub-list for field type_name
@@ -1394,7 +1506,7 @@ func file_agentenv_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentenv_plugin_v1_plugin_proto_rawDesc), len(file_agentenv_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

@@ -269,13 +269,19 @@ var Reward_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	ToolFormat_Parse_FullMethodName = "/agentenv.plugin.v1.ToolFormat/Parse"
+	ToolFormat_RegisterTools_FullMethodName = "/agentenv.plugin.v1.ToolFormat/RegisterTools"
+	ToolFormat_Parse_FullMethodName         = "/agentenv.plugin.v1.ToolFormat/Parse"
 )
 
 // ToolFormatClient is the client API for ToolFormat service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// ToolFormat is protocol 3: the host registers a turn's offered tools once
+// (RegisterTools) and each Parse names them by their id, so a reply's
+// parse does not carry every tool's schema.
 type ToolFormatClient interface {
+	RegisterTools(ctx context.Context, in *RegisterToolsRequest, opts ...grpc.CallOption) (*RegisterToolsResponse, error)
 	Parse(ctx context.Context, in *ParseRequest, opts ...grpc.CallOption) (*ParseResponse, error)
 }
 
@@ -285,6 +291,16 @@ type toolFormatClient struct {
 
 func NewToolFormatClient(cc grpc.ClientConnInterface) ToolFormatClient {
 	return &toolFormatClient{cc}
+}
+
+func (c *toolFormatClient) RegisterTools(ctx context.Context, in *RegisterToolsRequest, opts ...grpc.CallOption) (*RegisterToolsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RegisterToolsResponse)
+	err := c.cc.Invoke(ctx, ToolFormat_RegisterTools_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (c *toolFormatClient) Parse(ctx context.Context, in *ParseRequest, opts ...grpc.CallOption) (*ParseResponse, error) {
@@ -300,7 +316,12 @@ func (c *toolFormatClient) Parse(ctx context.Context, in *ParseRequest, opts ...
 // ToolFormatServer is the server API for ToolFormat service.
 // All implementations must embed UnimplementedToolFormatServer
 // for forward compatibility.
+//
+// ToolFormat is protocol 3: the host registers a turn's offered tools once
+// (RegisterTools) and each Parse names them by their id, so a reply's
+// parse does not carry every tool's schema.
 type ToolFormatServer interface {
+	RegisterTools(context.Context, *RegisterToolsRequest) (*RegisterToolsResponse, error)
 	Parse(context.Context, *ParseRequest) (*ParseResponse, error)
 	mustEmbedUnimplementedToolFormatServer()
 }
@@ -312,6 +333,9 @@ type ToolFormatServer interface {
 // pointer dereference when methods are called.
 type UnimplementedToolFormatServer struct{}
 
+func (UnimplementedToolFormatServer) RegisterTools(context.Context, *RegisterToolsRequest) (*RegisterToolsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RegisterTools not implemented")
+}
 func (UnimplementedToolFormatServer) Parse(context.Context, *ParseRequest) (*ParseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Parse not implemented")
 }
@@ -334,6 +358,24 @@ func RegisterToolFormatServer(s grpc.ServiceRegistrar, srv ToolFormatServer) {
 		t.testEmbeddedByValue()
 	}
 	s.RegisterService(&ToolFormat_ServiceDesc, srv)
+}
+
+func _ToolFormat_RegisterTools_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RegisterToolsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolFormatServer).RegisterTools(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolFormat_RegisterTools_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolFormatServer).RegisterTools(ctx, req.(*RegisterToolsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
 }
 
 func _ToolFormat_Parse_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
@@ -361,6 +403,10 @@ var ToolFormat_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "agentenv.plugin.v1.ToolFormat",
 	HandlerType: (*ToolFormatServer)(nil),
 	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "RegisterTools",
+			Handler:    _ToolFormat_RegisterTools_Handler,
+		},
 		{
 			MethodName: "Parse",
 			Handler:    _ToolFormat_Parse_Handler,

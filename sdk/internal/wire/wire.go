@@ -20,9 +20,6 @@ import (
 	"github.com/agentenv/agentenv/sdk/internal/pb"
 )
 
-// Protocols lists the protocol versions this SDK serves.
-var Protocols = []int{sdk.ProtocolVersion}
-
 // BaseServer serves Info and Configure for any plugin.
 type BaseServer struct {
 	pb.UnimplementedBaseServer
@@ -37,7 +34,7 @@ func (s *BaseServer) Info(context.Context, *pb.InfoRequest) (*pb.InfoResponse, e
 		Version:      info.Version,
 		ConfigSchema: info.ConfigSchema,
 	}
-	for _, p := range Protocols {
+	for _, p := range sdk.Protocols(info.Kind) {
 		out.Protocols = append(out.Protocols, int32(p))
 	}
 	return out, nil
@@ -165,9 +162,15 @@ func Serve(kind sdk.Kind, impl sdk.Informer, p plugin.Plugin) {
 		fmt.Fprintf(os.Stderr, "agentenv plugin %q: Info().Kind is %q, but it is served as a %s plugin\n", info.Name, info.Kind, kind)
 		os.Exit(1)
 	}
+	// Every version the kind speaks: go-plugin picks the newest the host
+	// offers too, so a sandbox or reward plugin still serves an older host.
+	versions := map[int]plugin.PluginSet{}
+	for _, v := range sdk.Protocols(kind) {
+		versions[v] = plugin.PluginSet{string(kind): p}
+	}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  sdk.Handshake,
-		VersionedPlugins: map[int]plugin.PluginSet{sdk.ProtocolVersion: {string(kind): p}},
+		VersionedPlugins: versions,
 		Logger:           logger,
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			return grpc.NewServer(append(opts,

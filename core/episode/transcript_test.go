@@ -1,0 +1,147 @@
+package episode_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentenv/agentenv/core/episode"
+)
+
+// With Transcripts on, the final Result holds the opening prompt, the
+// tools, and each reply with the calls read, those that could not be and
+// why, and the messages that answered it; with it off, none of that.
+func TestResultTranscript(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		keep bool
+	}{{"kept", true}, {"off", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := bundleFiles(t, nil, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
+			rec := newRecorder()
+			r := newRig(t, dir, rigOptions{tune: func(c *episode.Config) { c.Observer, c.Transcripts = rec, tc.keep }})
+			zero := 0
+			ep := r.play(episode.Request{Split: "all", Index: &zero})
+			r.start(ep)
+			r.step(ep, "Let me add. "+call("add", map[string]any{"n": 3})+"\n<tool_call>\n{not json\n</tool_call>")
+			if obs := r.step(ep, "I reached 5."); !obs.Done {
+				t.Fatalf("not done: %+v", obs)
+			}
+			if err := ep.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			res := rec.result(t, ep.ID())
+			if res.Split != "all" || res.Index == nil || *res.Index != 0 || res.ToolFormat != "hermes" || res.Ended.Before(res.Began) {
+				t.Errorf("split %q index %v format %q began %v ended %v", res.Split, res.Index, res.ToolFormat, res.Began, res.Ended)
+			}
+			if !tc.keep {
+				if res.Transcript != nil {
+					t.Fatalf("transcript kept with Transcripts off: %+v", res.Transcript)
+				}
+				return
+			}
+			tr := res.Transcript
+			if tr == nil {
+				t.Fatal("no transcript")
+			}
+			if len(tr.Prompt) != 2 || tr.Prompt[0].Role != "system" || tr.Prompt[1].Content != "Reach the target." {
+				t.Errorf("prompt %+v", tr.Prompt)
+			}
+			if len(tr.Tools) == 0 {
+				t.Error("no tools kept")
+			}
+			if len(tr.Exchanges) != 2 {
+				t.Fatalf("%d exchanges, want 2: %+v", len(tr.Exchanges), tr.Exchanges)
+			}
+			first := tr.Exchanges[0]
+			if !strings.HasPrefix(first.Reply, "Let me add.") || len(first.Parsed.Calls) != 1 || first.Parsed.Calls[0].Name != "add" {
+				t.Errorf("first exchange: reply %q calls %+v", first.Reply, first.Parsed.Calls)
+			}
+			if len(first.Parsed.Unparsed) != 1 || first.Parsed.Unparsed[0].Reason == "" {
+				t.Errorf("unparsed %+v", first.Parsed.Unparsed)
+			}
+			if len(first.Messages) != 2 || first.Messages[0].Role != "tool" || first.Took <= 0 {
+				t.Errorf("answer %+v took %v", first.Messages, first.Took)
+			}
+			var sawError bool
+			for _, m := range first.Messages {
+				sawError = sawError || strings.Contains(m.Content, "could not be read")
+			}
+			if !sawError {
+				t.Errorf("no message tells of the unreadable call: %+v", first.Messages)
+			}
+			if last := tr.Exchanges[1]; last.Reply != "I reached 5." || len(last.Parsed.Calls) != 0 {
+				t.Errorf("last exchange %+v", last)
+			}
+		})
+	}
+}
+
+// A reply whose step fails (the env crashed under its call) is kept in
+// the transcript unanswered, and the episode's record says why it failed.
+func TestResultTranscriptFailedStep(t *testing.T) {
+	dir := bundleFiles(t, map[string]string{"TESTENV_CHILD": "1"}, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
+	rec := newRecorder()
+	r := newRig(t, dir, rigOptions{tune: func(c *episode.Config) { c.Observer, c.Transcripts = rec, true }})
+	ep := r.play(episode.Request{TaskID: "puzzle"})
+	r.start(ep)
+	reply := call("crash", map[string]any{})
+	if _, err := ep.Step(context.Background(), reply); err == nil {
+		t.Fatal("the crash call did not fail the step")
+	}
+	if err := ep.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	res := rec.result(t, ep.ID())
+	if res.Outcome != episode.OutcomeFailed || res.Cause != episode.CauseEnvCrashed || res.Transcript == nil {
+		t.Fatalf("outcome %s cause %s transcript %v", res.Outcome, res.Cause, res.Transcript)
+	}
+	x := res.Transcript.Exchanges
+	if len(x) != 1 || x[0].Reply != reply || len(x[0].Parsed.Calls) != 1 || x[0].Messages != nil {
+		t.Errorf("exchanges %+v: want the reply, its call, no answer", x)
+	}
+}
+
+// BenchmarkTranscriptStep measures a step with Config.Transcripts on
+// against the same step with it off, alternating in one run: on/off is
+// what keeping transcripts costs a step (off is the floor; off itself
+// only checks a nil pointer).
+func BenchmarkTranscriptStep(b *testing.B) {
+	dir := bundleFiles(b, nil, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
+	ctx := context.Background()
+	play := func(keep bool) episode.Episode {
+		r := newRig(b, dir, rigOptions{tune: func(c *episode.Config) { c.Transcripts = keep }})
+		ep, err := r.engine.Play(episode.Request{TaskID: "puzzle"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ep.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
+		return ep
+	}
+	off, on := play(false), play(true)
+	// Both close before either rig checks nothing is left (the rigs share
+	// the instance label).
+	b.Cleanup(func() { _, _ = off.Close(ctx), on.Close(ctx) })
+	reply := "Let me echo.\n" + call("echo", map[string]any{"text": "hi"}) + "<|im_end|>"
+	var tOff, tOn time.Duration
+	n := 0
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := off.Step(ctx, reply); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := on.Step(ctx, reply); err != nil {
+			b.Fatal(err)
+		}
+		tOff += t1.Sub(t0)
+		tOn += time.Since(t1)
+		n++
+	}
+	b.ReportMetric(float64(tOff.Microseconds())/float64(n), "off-µs/step")
+	b.ReportMetric(float64(tOn.Microseconds())/float64(n), "on-µs/step")
+	b.ReportMetric(float64(tOn)/float64(tOff), "on/off")
+}

@@ -1,0 +1,61 @@
+package serve
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentenv/agentenv/core/episode"
+	"github.com/agentenv/agentenv/core/runtime"
+	"github.com/agentenv/agentenv/core/server"
+	"github.com/agentenv/agentenv/core/transcript"
+)
+
+// Transcripts say where the records of ended episodes go. With none set
+// the engine keeps no transcripts: a step costs nothing more.
+type Transcripts struct {
+	// Dir, when set, gets each record as a JSON line in daily files
+	// (serve --record; transcript.Writer), rotated past MaxFileBytes,
+	// through a queue of Queue records (0s: the writer's defaults). A Dir
+	// that cannot be written stops Run before anything starts.
+	Dir          string
+	MaxFileBytes int64
+	Queue        int
+	// Recent, when set, keeps the last records in memory; Run hands it to
+	// the server (server.Options.Recent) for the pages that show them.
+	Recent *transcript.Recent
+}
+
+// on says whether any record is wanted.
+func (t Transcripts) on() bool { return t.Dir != "" || t.Recent != nil }
+
+// open starts the sinks of t, makes the engine keep transcripts and
+// hands each ended episode's record to them, beside the observer already
+// set. close writes what is queued; call it once the engine is closed.
+func (t Transcripts) open(ro *runtime.Options, so *server.Options, log hclog.Logger) (close func(), err error) {
+	if !t.on() {
+		return func() {}, nil
+	}
+	var sinks transcript.Sinks
+	close = func() {}
+	if t.Dir != "" {
+		w, err := transcript.NewWriter(transcript.WriterOptions{Dir: t.Dir, MaxFileBytes: t.MaxFileBytes, Queue: t.Queue, Logger: log.Named("transcripts")})
+		if err != nil {
+			return nil, err
+		}
+		if err := so.Metrics.Register(w.Collectors()...); err != nil {
+			_ = w.Close()
+			return nil, fmt.Errorf("transcripts: %w", err)
+		}
+		sinks = append(sinks, w)
+		close = func() { _ = w.Close() } // a failure is logged by the writer
+		log.Info("recording transcripts", "dir", t.Dir)
+	}
+	if t.Recent != nil {
+		sinks = append(sinks, t.Recent)
+		so.Recent = t.Recent
+	}
+	ro.Transcripts = true
+	ro.Observer = episode.Observers{ro.Observer, transcript.Observer{Sink: sinks}}
+	return close, nil
+}

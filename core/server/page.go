@@ -1,0 +1,165 @@
+package server
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// PageCookieLifetime is how long a page's login lasts before the form asks
+// for the token again.
+const PageCookieLifetime = 12 * time.Hour
+
+// maxLoginBytes bounds a login form's body.
+const maxLoginBytes = 4 << 10
+
+// Page is a web page for people served beside the API (the /ui
+// dashboard). A browser cannot send the bearer token, so the server asks
+// for it once: a request without the token or the page's cookie gets
+// Login's form (401), whose POST to <prefix>/login sets the cookie. The
+// server makes every check; the page only renders.
+type Page struct {
+	// Handler serves the page's paths to authorized requests: the token
+	// in the Authorization header, the page's cookie, or no token
+	// configured.
+	Handler http.Handler
+	// Login writes the login form with status (its headers too): failed
+	// says the token sent was wrong. It must not show what was sent.
+	Login func(w http.ResponseWriter, r *http.Request, status int, failed bool)
+}
+
+// HandlePage serves p at prefix (such as "/ui") and under prefix/, beside
+// the API; call it before Serve. Pages are served while the envs still
+// build, so a page can show that.
+//
+//   - POST prefix/login takes the form field "token": right, it sets the
+//     cookie (Path=prefix, HttpOnly, SameSite=Strict, PageCookieLifetime;
+//     Secure over TLS, a TLS proxy's X-Forwarded-Proto included) and redirects to prefix/; wrong, the form again
+//     with 401.
+//   - POST prefix/logout clears the cookie.
+//
+// The cookie holds no token: an expiry and its MAC under a key derived
+// from the token's digest, so it stops working when the token changes.
+func (s *Server) HandlePage(prefix string, p Page) {
+	prefix = "/" + strings.Trim(prefix, "/")
+	s.mu.Lock()
+	s.pages = append(s.pages, prefix)
+	s.mu.Unlock()
+	pc := pageCookie{name: "agentenv_page" + strings.ReplaceAll(prefix, "/", "_"), path: prefix, key: s.token.derive("agentenv page cookie " + prefix)}
+	login := func(w http.ResponseWriter, r *http.Request, status int, failed bool) {
+		w.Header().Set("Cache-Control", "no-store")
+		p.Login(w, r, status, failed)
+	}
+	s.mux.HandleFunc("POST "+prefix+"/login", func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, maxLoginBytes)
+		if err := r.ParseForm(); err != nil {
+			login(w, r, http.StatusBadRequest, true)
+			return
+		}
+		if s.token.on && !s.token.matches(r.PostForm.Get("token")) {
+			s.metrics.failures.WithLabelValues(CodeUnauthorized).Inc()
+			s.log.Info("page login refused: wrong token", "page", prefix, "remote", r.RemoteAddr)
+			login(w, r, http.StatusUnauthorized, true)
+			return
+		}
+		if s.token.on {
+			http.SetCookie(w, pc.issue(time.Now(), overTLS(r)))
+		}
+		http.Redirect(w, r, prefix+"/", http.StatusSeeOther)
+	})
+	s.mux.HandleFunc("POST "+prefix+"/logout", func(w http.ResponseWriter, r *http.Request) {
+		http.SetCookie(w, &http.Cookie{Name: pc.name, Value: "", Path: pc.path, MaxAge: -1,
+			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
+		http.Redirect(w, r, prefix+"/", http.StatusSeeOther)
+	})
+	guarded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.token.on || s.token.allowed(r) || pc.valid(r, time.Now()) {
+			p.Handler.ServeHTTP(w, r)
+			return
+		}
+		login(w, r, http.StatusUnauthorized, false)
+	})
+	s.mux.Handle(prefix, guarded)
+	s.mux.Handle(prefix+"/", guarded)
+	if prefix == "/"+s.opts.Info.Name {
+		// A bundle named as the page keeps its ORS task API there.
+		for _, op := range []string{"GET /splits", "POST /tasks", "POST /num_tasks", "POST /task", "POST /task_range"} {
+			method, path, _ := strings.Cut(op, " ")
+			s.mux.Handle(method+" "+prefix+path, s.requireToken(http.HandlerFunc(s.handleORS)))
+		}
+	}
+}
+
+// overTLS reports whether the browser reached us over TLS: directly, or
+// through a proxy that says so. A client lying about it only makes its own
+// cookie Secure, which its browser then keeps off plain HTTP.
+func overTLS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+// isPage reports whether path is one of a page's.
+func (s *Server) isPage(path string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.pages {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// derive is a key for purpose, derived from the token's digest (nil
+// without a token).
+func (t tokenCheck) derive(purpose string) []byte {
+	if !t.on {
+		return nil
+	}
+	m := hmac.New(sha256.New, t.digest[:])
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
+}
+
+// pageCookie is a page's login cookie: "<expiry unix seconds>.<MAC>".
+type pageCookie struct {
+	name, path string
+	key        []byte
+}
+
+func (c pageCookie) mac(exp string) string {
+	m := hmac.New(sha256.New, c.key)
+	m.Write([]byte(exp))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func (c pageCookie) issue(now time.Time, secure bool) *http.Cookie {
+	exp := strconv.FormatInt(now.Add(PageCookieLifetime).Unix(), 10)
+	return &http.Cookie{
+		Name: c.name, Value: exp + "." + c.mac(exp), Path: c.path,
+		MaxAge: int(PageCookieLifetime / time.Second), HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: secure,
+	}
+}
+
+func (c pageCookie) valid(r *http.Request, now time.Time) bool {
+	if c.key == nil {
+		return false
+	}
+	ck, err := r.Cookie(c.name)
+	if err != nil {
+		return false
+	}
+	exp, mac, ok := strings.Cut(ck.Value, ".")
+	if !ok {
+		return false
+	}
+	unix, err := strconv.ParseInt(exp, 10, 64)
+	if err != nil || now.Unix() >= unix {
+		return false
+	}
+	return hmac.Equal([]byte(mac), []byte(c.mac(exp)))
+}

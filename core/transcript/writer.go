@@ -1,0 +1,324 @@
+package transcript
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults of WriterOptions.
+const (
+	DefaultMaxFileBytes = 256 << 20
+	DefaultQueue        = 1024
+)
+
+// WriterOptions say where a Writer writes and how much it holds.
+type WriterOptions struct {
+	// Dir gets the files: DIR/2026-12-02.jsonl, then DIR/2026-12-02.1.jsonl
+	// and on once a day's file is full. It is made if missing.
+	Dir string
+	// MaxFileBytes starts the next file of the day once a file would pass
+	// it (0: DefaultMaxFileBytes). A record larger than it gets a file of
+	// its own.
+	MaxFileBytes int64
+	// Queue is how many records may wait to be written (0: DefaultQueue);
+	// past it a record is dropped and counted, so a step never waits on
+	// the disk.
+	Queue  int
+	Logger hclog.Logger
+}
+
+// Writer appends each record as one JSON line to the day's file, from a
+// goroutine of its own. A write that fails (the disk is full) stops the
+// recording: one error is logged, the line's partial bytes are cut off,
+// and later records are counted as failed. It never stops the server.
+type Writer struct {
+	o   WriterOptions
+	log hclog.Logger
+
+	mu     sync.RWMutex // Record holds it to send; Close to close queue
+	closed bool
+	queue  chan *Record
+	done   chan struct{}
+
+	// Touched only by the writing goroutine.
+	f     *os.File
+	day   string // of f
+	seq   int    // of f: 0 for DAY.jsonl, n for DAY.n.jsonl
+	size  int64  // of f
+	buf   bytes.Buffer
+	fault error // the write that stopped the recording
+
+	stopped   atomic.Bool
+	recorded  prometheus.Counter
+	dropped   prometheus.Counter
+	failed    prometheus.Counter
+	recording prometheus.Gauge
+}
+
+// NewWriter checks that dir can be written (making it if missing) and
+// starts the writer. An unwritable dir is an error naming it, so a server
+// refuses to start rather than serve without the records it was asked
+// for.
+func NewWriter(o WriterOptions) (*Writer, error) {
+	if o.Dir == "" {
+		return nil, errors.New("transcripts: no directory given")
+	}
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if o.Queue <= 0 {
+		o.Queue = DefaultQueue
+	}
+	if err := checkWritable(o.Dir); err != nil {
+		return nil, err
+	}
+	log := o.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	w := &Writer{
+		o: o, log: log, queue: make(chan *Record, o.Queue), done: make(chan struct{}),
+		recorded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "agentenv_transcripts_recorded_total", Help: "Episode transcripts written to the --record directory.",
+		}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "agentenv_transcripts_dropped_total", Help: "Episode transcripts dropped because the write queue was full (--record-queue).",
+		}),
+		failed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "agentenv_transcripts_failed_total", Help: "Episode transcripts not written because a write failed (the disk is full); recording stopped at the first.",
+		}),
+		recording: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "agentenv_transcripts_recording", Help: "1 while transcripts are being written to the --record directory, 0 once a failed write stopped it.",
+		}),
+	}
+	w.recording.Set(1)
+	go w.run()
+	return w, nil
+}
+
+// DirError is a transcript directory that cannot be written.
+type DirError struct {
+	Dir    string
+	Reason string // "cannot be made", "is not writable"
+	Err    error
+}
+
+func (e *DirError) Error() string {
+	return fmt.Sprintf("transcript directory %s %s: %v", e.Dir, e.Reason, e.Err)
+}
+func (e *DirError) Unwrap() error { return e.Err }
+
+// checkWritable makes dir if missing and writes a probe file in it.
+func checkWritable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return &DirError{Dir: dir, Reason: "cannot be made", Err: err}
+	}
+	f, err := os.CreateTemp(dir, ".agentenv-probe-*")
+	if err != nil {
+		return &DirError{Dir: dir, Reason: "is not writable", Err: err}
+	}
+	name := f.Name()
+	_, err = f.Write([]byte("probe\n"))
+	err = errors.Join(err, f.Close(), os.Remove(name))
+	if err != nil {
+		return &DirError{Dir: dir, Reason: "is not writable", Err: err}
+	}
+	return nil
+}
+
+// Collectors are the writer's Prometheus series, for the server's
+// registry.
+func (w *Writer) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{w.recorded, w.dropped, w.failed, w.recording}
+}
+
+// Record queues r for writing, or drops and counts it when the queue is
+// full or the writer closed. It never blocks.
+func (w *Writer) Record(r *Record) {
+	if w.stopped.Load() {
+		w.failed.Inc()
+		return
+	}
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		w.dropped.Inc()
+		return
+	}
+	select {
+	case w.queue <- r:
+	default:
+		w.dropped.Inc()
+	}
+}
+
+// Close writes what is queued, syncs and closes the file. Records given
+// after Close are dropped.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.queue)
+	}
+	w.mu.Unlock()
+	<-w.done
+	return w.fault
+}
+
+func (w *Writer) run() {
+	defer close(w.done)
+	for r := range w.queue {
+		if w.fault != nil {
+			w.failed.Inc()
+			continue
+		}
+		if err := w.write(r); err != nil {
+			w.fault = err
+			w.stopped.Store(true)
+			w.recording.Set(0)
+			w.failed.Inc()
+			w.log.Error("transcripts: a write failed; recording stopped (the server goes on; restart it to record again)",
+				"dir", w.o.Dir, "error", err)
+		} else {
+			w.recorded.Inc()
+		}
+	}
+	if w.f != nil {
+		err := syncClose(w.f)
+		if err != nil && w.fault == nil {
+			w.fault = fmt.Errorf("transcripts: closing %s: %w", w.f.Name(), err)
+			w.log.Error("transcripts: closing the file failed", "error", err)
+		}
+	}
+}
+
+// write appends r as one line, to a new file when the day changed or the
+// file would grow past its size. A failed write cuts the line's partial
+// bytes off, so the file holds whole lines only.
+func (w *Writer) write(r *Record) error {
+	w.buf.Reset()
+	enc := json.NewEncoder(&w.buf)
+	enc.SetEscapeHTML(false) // replies are full of <tool_call>
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("encoding the record of %s: %w", r.EpisodeID, err)
+	}
+	line := w.buf.Bytes()
+	day := r.Ended.UTC().Format(time.DateOnly)
+	if w.f == nil || day != w.day || (w.size > 0 && w.size+int64(len(line)) > w.o.MaxFileBytes) {
+		if err := w.next(day, int64(len(line))); err != nil {
+			return err
+		}
+	}
+	n, err := w.f.Write(line)
+	if err != nil {
+		if n > 0 {
+			err = errors.Join(err, w.f.Truncate(w.size))
+		}
+		return fmt.Errorf("writing %s: %w", w.f.Name(), err)
+	}
+	w.size += int64(n)
+	return nil
+}
+
+// next opens the file the next line of day goes to: the day's last file
+// when it has room for need more bytes, else a new one.
+func (w *Writer) next(day string, need int64) error {
+	if w.f != nil {
+		err := syncClose(w.f)
+		w.f = nil
+		if err != nil {
+			return fmt.Errorf("closing %s: %w", w.day, err)
+		}
+	}
+	seq := 0
+	if day == w.day {
+		seq = w.seq + 1
+	} else {
+		seq = lastSeq(w.o.Dir, day)
+	}
+	for {
+		path := filepath.Join(w.o.Dir, FileName(day, seq))
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("opening %s: %w", path, err)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("opening %s: %w", path, err)
+		}
+		if st.Size() > 0 && st.Size()+need > w.o.MaxFileBytes {
+			f.Close()
+			seq++
+			continue
+		}
+		w.f, w.day, w.seq, w.size = f, day, seq, st.Size()
+		return nil
+	}
+}
+
+// FileName is the name of a day's seq-th file (from 0).
+func FileName(day string, seq int) string {
+	if seq == 0 {
+		return day + ".jsonl"
+	}
+	return day + "." + strconv.Itoa(seq) + ".jsonl"
+}
+
+// lastSeq is the highest seq of day's files in dir (0 when none).
+func lastSeq(dir, day string) int {
+	matches, _ := filepath.Glob(filepath.Join(dir, day+"*.jsonl"))
+	last := 0
+	for _, m := range matches {
+		if d, seq, ok := parseFileName(filepath.Base(m)); ok && d == day && seq > last {
+			last = seq
+		}
+	}
+	return last
+}
+
+// parseFileName reads DAY.jsonl and DAY.N.jsonl.
+func parseFileName(name string) (day string, seq int, ok bool) {
+	rest, ok := strings.CutSuffix(name, ".jsonl")
+	if !ok || len(rest) < len(time.DateOnly) {
+		return "", 0, false
+	}
+	day, rest = rest[:len(time.DateOnly)], rest[len(time.DateOnly):]
+	if _, err := time.Parse(time.DateOnly, day); err != nil {
+		return "", 0, false
+	}
+	if rest == "" {
+		return day, 0, true
+	}
+	if rest[0] != '.' {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(rest[1:])
+	if err != nil || n <= 0 {
+		return "", 0, false
+	}
+	return day, n, true
+}
+
+// syncClose syncs and closes f; a file that cannot be synced (a pipe)
+// is only closed.
+func syncClose(f *os.File) error {
+	err := f.Sync()
+	if errors.Is(err, syscall.EINVAL) {
+		err = nil
+	}
+	return errors.Join(err, f.Close())
+}
