@@ -65,6 +65,15 @@ func startServe(ctx context.Context, o options, env []string, args ...string) (*
 	go func() { _ = cmd.Wait(); close(s.done) }()
 	hctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
+	// A server that exits at start (a bad flag, a plugin that fails to
+	// configure) ends the wait at once, its log in the error.
+	go func() {
+		select {
+		case <-s.done:
+			cancel()
+		case <-hctx.Done():
+		}
+	}()
 	c, err := client.New(s.url, client.Options{})
 	if err != nil {
 		s.stop()
@@ -72,6 +81,9 @@ func startServe(ctx context.Context, o options, env []string, args ...string) (*
 	}
 	if err := c.Health(hctx); err != nil {
 		s.stop()
+		if s.cmd.ProcessState != nil {
+			err = fmt.Errorf("it exited (%s)", s.cmd.ProcessState)
+		}
 		return nil, fmt.Errorf("agentenv serve never became healthy: %w\n%s", err, log.String())
 	}
 	return s, nil
