@@ -66,10 +66,13 @@ func startLogged(b *testing.B, out io.Writer, addr string, name string, args ...
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
+	// One Wait, watched by both the health wait (a server that exits at
+	// start is reported at once, not after the whole wait) and the cleanup.
+	done := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(done) }()
 	b.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(30 * time.Second):
@@ -79,11 +82,23 @@ func startLogged(b *testing.B, out io.Writer, addr string, name string, args ...
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	go func() {
+		select {
+		case <-done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	c, err := client.New(addr, client.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	if err := c.Health(ctx); err != nil { // waits, while the server starts
+		select {
+		case <-done:
+			b.Fatalf("%s exited before it served at %s: %v", name, addr, waitErr)
+		default:
+		}
 		b.Fatalf("%s not healthy at %s: %v", name, addr, err)
 	}
 	return &process{cmd: cmd, addr: addr}
