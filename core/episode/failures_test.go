@@ -40,7 +40,7 @@ func (nopDriver) Exec(context.Context, sandbox.Sandbox, []string) (sandbox.ExecR
 func assertGone(t *testing.T, r *rig) {
 	t.Helper()
 	r.assertNothingLive()
-	if left := testenvbuild.Procs(testenvBin); len(left) > 0 {
+	if left := envsGone(); len(left) > 0 {
 		t.Fatalf("env processes left: %v", left)
 	}
 }

@@ -146,8 +146,31 @@ func newRig(t testing.TB, dir string, opts rigOptions) *rig {
 		t.Fatalf("NewEngine: %v", err)
 	}
 	r := &rig{t: t, engine: e, driver: driver, bundle: b}
-	t.Cleanup(func() { r.assertNothingLive() })
+	t.Cleanup(func() {
+		r.assertNothingLive()
+		// Before the plugin is stopped: a plugin killed while it still
+		// undoes a cut-short deploy would leave that env to the next start.
+		if left := envsGone(); len(left) > 0 {
+			t.Errorf("env processes left: %v", left)
+		}
+	})
 	return r
+}
+
+// envsGone waits until no env process of the suite runs, at most 20 s, and
+// returns those still running then. A deploy the episode gave up on (its
+// context ended) is still being undone in the sandbox plugin when the
+// host's call returns: the plugin stops the env it started once it sees the
+// cancel, which a loaded machine can delay.
+func envsGone() []int {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		left := testenvbuild.Procs(testenvBin)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(20 * time.Millisecond) // a poll interval: no event says another process's child ended
+	}
 }
 
 // assertNothingLive checks the sandbox lists no sandbox of this test.

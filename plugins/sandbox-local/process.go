@@ -127,6 +127,12 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 		return abandon(fmt.Errorf("preparing %s: %w", root, err))
 	}
 	defer logf.Close() // the child holds its own descriptor
+	// A deploy the host gave up on while this one waited (for the port
+	// lock, a slow disk) starts no env: one started now would only be
+	// stopped again, and a plugin stopped meanwhile would leave it running.
+	if err := ctx.Err(); err != nil {
+		return abandon(fmt.Errorf("the deploy was given up before the env started: %w", err))
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = work
 	cmd.Env = environ
