@@ -4,47 +4,25 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/moby/moby/client"
 
 	"github.com/agentenv/agentenv/plugins/sandbox-local/dockertest"
+	"github.com/agentenv/agentenv/sdk/sdktest"
 )
 
 // A process env flooding its output keeps its log under log_max_mb while
 // it writes, and the log keeps its end (for error reports).
 func TestProcessEnvLogIsCapped(t *testing.T) {
-	const flood = 256 << 20
 	p := newPlugin(t, t.TempDir(), map[string]any{"log_max_mb": 1})
 	spec := testSpec()
 	// The flood runs beside the env, into the same output.
-	spec.Command = []string{"sh", "-c", `(yes 'a line of env output' | head -c 268435456; echo LAST-LINE) & exec "$0"`, testenvBin}
+	spec.Command = []string{"sh", "-c", sdktest.FloodCommand, testenvBin}
 	sb := deploy(t, p, spec)
 	path := filepath.Join(os.TempDir(), rootPrefix+sb.ID, envLog)
-	var biggest int64
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		biggest = max(biggest, int64(len(data)))
-		if strings.Contains(string(data), "LAST-LINE") && len(data) <= 1<<20 {
-			if !strings.Contains(string(data), "bytes of this log were cut") {
-				t.Fatalf("the log ends the flood without saying it was cut: %.200q", data)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the flood's log holds %d bytes and no end yet", len(data))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if biggest > flood/2 {
-		t.Fatalf("the log reached %d MiB of a %d MiB flood", biggest>>20, flood>>20)
-	}
+	sdktest.WaitLogCapped(t, path)
 }
 
 // A container's log rotates within log_max_mb (json-file, two files),
