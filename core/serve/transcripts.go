@@ -11,8 +11,10 @@ import (
 	"github.com/agentenv/agentenv/core/transcript"
 )
 
-// Transcripts say where the records of ended episodes go. With none set
-// the engine keeps no transcripts: a step costs nothing more.
+// Transcripts say where the records of ended episodes go. Run always
+// keeps the last ones in memory for the live page (a Recent of its own
+// when none is given), so the engine keeps every episode's turns; Dir
+// adds the files.
 type Transcripts struct {
 	// Dir, when set, gets each record as a JSON line in daily files
 	// (serve --record; transcript.Writer), rotated past MaxFileBytes,

@@ -148,8 +148,8 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 	return nil
 }
 
-// transcripts are where --record sends ended episodes: the directory, and
-// the last ones in memory for the pages that show them.
+// transcripts are where --record sends ended episodes (serve.Run keeps
+// the last ones in memory for the live page itself).
 func (o serveOptions) transcripts() (serve.Transcripts, error) {
 	switch {
 	case o.RecordFileMB < 1:
@@ -159,6 +159,5 @@ func (o serveOptions) transcripts() (serve.Transcripts, error) {
 	case o.Record == "":
 		return serve.Transcripts{}, nil
 	}
-	return serve.Transcripts{Dir: o.Record, MaxFileBytes: int64(o.RecordFileMB) << 20, Queue: o.RecordQueue,
-		Recent: transcript.NewRecent(0, 0)}, nil
+	return serve.Transcripts{Dir: o.Record, MaxFileBytes: int64(o.RecordFileMB) << 20, Queue: o.RecordQueue}, nil
 }
