@@ -91,19 +91,11 @@ func run() error {
 	if o.replies, err = loadReplies(repliesFile); err != nil {
 		return err
 	}
-	if o.bundle, err = filepath.Abs(o.bundle); err != nil {
-		return err
-	}
-	work, err := os.MkdirTemp("", "trainstep-")
+	work, err := o.prepare("trainstep-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
-	if o.agentenv == "" {
-		if o.agentenv, err = buildAgentenv(work); err != nil {
-			return err
-		}
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -124,6 +116,24 @@ func run() error {
 }
 
 // measure serves the bundle on sb, measures its floors, and plays the steps.
+// prepare makes the bundle's path absolute and a work folder (the
+// caller removes it), building agentenv there unless --agentenv named one.
+func (o *options) prepare(prefix string) (work string, err error) {
+	if o.bundle, err = filepath.Abs(o.bundle); err != nil {
+		return "", err
+	}
+	if work, err = os.MkdirTemp("", prefix); err != nil {
+		return "", err
+	}
+	if o.agentenv == "" {
+		if o.agentenv, err = buildAgentenv(work); err != nil {
+			os.RemoveAll(work)
+			return "", err
+		}
+	}
+	return work, nil
+}
+
 func measure(ctx context.Context, o options, sb sandboxKind, work string) (*report, error) {
 	dir := filepath.Join(work, sb.name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

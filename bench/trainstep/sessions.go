@@ -48,20 +48,11 @@ func runSessions(args []string) error {
 	// Replays as a trainer's: an env that fails to start on this loaded
 	// machine is played again, and counted.
 	o.replies, o.attempts = gridsimReplies, 3
-	var err error
-	if o.bundle, err = filepath.Abs(o.bundle); err != nil {
-		return err
-	}
-	work, err := os.MkdirTemp("", "trainstep-sessions-")
+	work, err := o.prepare("trainstep-sessions-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
-	if o.agentenv == "" {
-		if o.agentenv, err = buildAgentenv(work); err != nil {
-			return err
-		}
-	}
 	ctx := context.Background()
 	state, tmp := filepath.Join(work, "state"), filepath.Join(work, "tmp")
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
