@@ -124,7 +124,11 @@ func (r *Readiness) Status() PreparingStatus {
 	case len(building) > 0:
 		st.Message = "still preparing: " + strings.Join(building, ", ")
 	case waiting > 0:
-		st.Message = fmt.Sprintf("still preparing: %d envs wait to be built", waiting)
+		if waiting == 1 {
+			st.Message = "still preparing: 1 env waits to be built"
+		} else {
+			st.Message = fmt.Sprintf("still preparing: %d envs wait to be built", waiting)
+		}
 	default:
 		st.Message = "still preparing: starting"
 	}

@@ -89,6 +89,9 @@ func TestReadinessMessages(t *testing.T) {
 	if got := r.Status().Message; got != "still preparing: 2 envs wait to be built" {
 		t.Errorf("before any build: %q", got)
 	}
+	if got := NewReadiness([]string{"a"}).Status().Message; got != "still preparing: 1 env waits to be built" {
+		t.Errorf("one env before its build: %q", got)
+	}
 	r.Building("a")
 	r.Built("a")
 	r.Building("b")
