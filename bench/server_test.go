@@ -127,9 +127,12 @@ func dial(b *testing.B, addr string) *client.Session {
 }
 
 // BenchmarkServerStep is one GridSim step through the server — a WebSocket
-// frame with a hermes tool call, parsed by the tool-format plugin, run on
-// the env over MCP, answered as a tool message — against the floor of the
-// same MCP tool call made directly on a GridSim env process.
+// frame with a hermes tool call, parsed by the tool format (in the
+// server's process, as serve runs it by default), run on the env over
+// MCP, answered as a tool message — against the floor of the same MCP
+// tool call made directly on a GridSim env process. A second server with
+// --isolate-tool-formats (hermes as a plugin subprocess) is measured in
+// the same run.
 func BenchmarkServerStep(b *testing.B) {
 	srv := serveGridsim(b)
 	s := dial(b, srv.addr)
@@ -138,11 +141,20 @@ func BenchmarkServerStep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	step := func() {
-		if _, err := s.Step(ctx, idleReply); err != nil {
-			b.Fatal(err)
+	stepOn := func(s *client.Session) func() {
+		return func() {
+			if _, err := s.Step(ctx, idleReply); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
+	step := stepOn(s)
+	isolated := serveGridsim(b, "--isolate-tool-formats")
+	si := dial(b, isolated.addr)
+	if _, err := si.Reset(ctx, client.ResetRequest{TaskID: "day/eval-001"}); err != nil {
+		b.Fatal(err)
+	}
+	stepIsolated := stepOn(si)
 
 	// The floor: the env binary the server built, run by hand, loaded with
 	// the same day, called with the same tool and arguments.
@@ -156,11 +168,13 @@ func BenchmarkServerStep(b *testing.B) {
 			b.Fatalf("direct call: %v %v", err, res.Text)
 		}
 	}
-	for range 200 { // warm both paths
+	for range 200 { // warm every path
 		step()
+		stepIsolated()
 		direct()
 	}
 	_, directP50, _ := perCall(2000, direct)
+	_, isolatedP50, _ := perCall(2000, stepIsolated)
 	// Where the overhead goes: a protocol round trip through the same
 	// server (state: no episode work), and the reply's parse by the hermes
 	// plugin process with the same tools, as the engine makes it.
@@ -187,6 +201,8 @@ func BenchmarkServerStep(b *testing.B) {
 	b.ReportMetric(float64(stateP50.Microseconds())/1e3, "ws-roundtrip-p50-ms")
 	b.ReportMetric(float64(parseP50.Microseconds())/1e3, "plugin-parse-p50-ms")
 	b.ReportMetric(float64(p50)/float64(directP50), "x-direct-mcp")
+	b.ReportMetric(float64(isolatedP50-directP50)/1e6, "isolated-overhead-p50-ms")
+	b.ReportMetric(float64(p50)/float64(isolatedP50), "x-isolated")
 }
 
 // hermesParse returns one parse of the benchmark's reply by the hermes

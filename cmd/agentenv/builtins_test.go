@@ -152,11 +152,32 @@ var qwen3IdleSchedule = `<tool_call>\n<function=submit_schedule>\n<parameter=sch
 // The tool format is qwen3_coder on the command line, in a reset and in
 // the plugin list alike; its aliases resolve to it. An unknown tool_format
 // in a reset is answered with the formats there are and no server path.
+// The built-in formats run in the server's process, or as plugin-serve
+// subprocesses with --isolate-tool-formats, and play alike.
 func TestServeToolFormatNames(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		args    []string
+		wantLog string
+	}{
+		{"in process", nil, "plugins.toolformat-qwen3_coder: plugin runs in this process"},
+		{"isolated", []string{"--isolate-tool-formats"}, "plugins.toolformat-qwen3_coder: plugin started: pid="},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := serveToolFormatNames(t, c.args...)
+			if !strings.Contains(s.log.String(), c.wantLog) {
+				t.Errorf("the log lacks %q:\n%s", c.wantLog, s.log)
+			}
+		})
+	}
+}
+
+func serveToolFormatNames(t *testing.T, args ...string) *served {
+	t.Helper()
 	state := t.TempDir()
 	addr := freeAddr(t)
 	pluginDir := t.TempDir() // searched, so a leak of folders would show it
-	s := startServe(t, gridsimBundle, addr, state, []string{pluginhost.PathEnv + "=" + pluginDir}, "--tool-format", "qwen3_coder")
+	s := startServe(t, gridsimBundle, addr, state, []string{pluginhost.PathEnv + "=" + pluginDir}, append([]string{"--tool-format", "qwen3_coder"}, args...)...)
 	c := dialServe(t, addr, "")
 
 	typ, data, err := c.call(`{"type": "reset", "data": {"split": "eval", "index": 0, "tool_format": "nope"}}`)
@@ -192,4 +213,5 @@ func TestServeToolFormatNames(t *testing.T) {
 	if code := s.signalAndWait(t, syscall.SIGTERM, 10*time.Second); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, s.log)
 	}
+	return s
 }

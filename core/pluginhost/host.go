@@ -73,6 +73,12 @@ type Options struct {
 	PollInterval time.Duration
 	// ReloadOnSIGHUP makes SIGHUP call Reload.
 	ReloadOnSIGHUP bool
+	// IsolateToolFormats runs the built-in tool formats as plugin-serve
+	// subprocesses, as plugin binaries run. By default a built-in tool
+	// format this process links runs in the host's own process: a parse
+	// is a pure function of the reply, and the gRPC round trip to a
+	// subprocess was most of a step's overhead (docs/performance.md).
+	IsolateToolFormats bool
 }
 
 // Entry is one plugin as `agentenv plugins list` shows it.
@@ -92,6 +98,9 @@ type Entry struct {
 	Info   sdk.Info `json:"info"`
 	// PIDs are the processes serving this plugin in this host now.
 	PIDs []int `json:"pids,omitempty"`
+	// InProcess is true when this host runs the plugin in its own process
+	// now (a built-in tool format; Options.IsolateToolFormats).
+	InProcess bool `json:"in_process,omitempty"`
 }
 
 // ID is the plugin's full name, <kind>-<name>.
@@ -105,6 +114,7 @@ type Host struct {
 	opts       Options
 	log        hclog.Logger
 	selfExe    string
+	selfIsUs   bool // selfExe is this process's binary: its built-ins are linked here
 	searchPath []string
 	builtins   []string
 	fp         *fingerprints
@@ -154,6 +164,7 @@ func New(opts Options) (*Host, error) {
 		}
 		h.selfExe = exe
 	}
+	h.selfIsUs = opts.SelfExe == "" || isOwnExecutable(opts.SelfExe)
 	h.searchPath = opts.SearchPath
 	if h.searchPath == nil {
 		h.searchPath = DefaultSearchPath(h.selfExe)
@@ -308,16 +319,19 @@ func (h *Host) List(ctx context.Context) ([]Entry, error) {
 	if err := h.fp.save(); err != nil {
 		h.log.Warn("cannot save the plugin fingerprint cache", "error", err)
 	}
-	pids := map[string][]int{}
+	pids, local := map[string][]int{}, map[string]bool{}
 	for _, s := range h.running() {
 		s.mu.Lock()
-		if s.cur != nil {
+		switch {
+		case s.cur != nil && s.cur.local:
+			local[s.id()] = true
+		case s.cur != nil:
 			pids[s.id()] = append(pids[s.id()], s.cur.pid)
 		}
 		s.mu.Unlock()
 	}
 	for i := range out {
-		out[i].PIDs = pids[out[i].ID()]
+		out[i].PIDs, out[i].InProcess = pids[out[i].ID()], local[out[i].ID()]
 		sort.Ints(out[i].PIDs)
 	}
 	return out, ctx.Err()
@@ -419,6 +433,9 @@ func (h *Host) Reload() error {
 		in := s.cur
 		s.mu.Unlock()
 		why := "reload"
+		if in != nil && in.local && c.builtin {
+			continue // still the built-in, linked here: nothing to load
+		}
 		if in != nil {
 			sum, _, err := h.fp.hash(c.path)
 			if err == nil && c.path == in.cand.path && sum == in.sum && strings.Join(c.args, " ") == strings.Join(in.cand.args, " ") {

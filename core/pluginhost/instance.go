@@ -32,6 +32,7 @@ type instance struct {
 	info    sdk.Info
 	schema  *configSchema
 	pid     int
+	local   bool // runs in the host's process: no client, no pid
 	started time.Time
 	stderr  *tailBuffer
 
@@ -75,11 +76,14 @@ func (in *instance) retire() <-chan struct{} {
 	return in.drained
 }
 
-func (in *instance) exited() bool { return in.client.Exited() }
+func (in *instance) exited() bool { return !in.local && in.client.Exited() }
 
 // kill stops the process (gracefully first, as go-plugin does) and then
 // anything left in its process group.
 func (in *instance) kill() {
+	if in.local {
+		return
+	}
 	in.client.Kill()
 	if in.pid > 0 {
 		_ = syscall.Kill(-in.pid, syscall.SIGKILL)
@@ -95,6 +99,11 @@ func (in *instance) kill() {
 func (h *Host) start(ctx context.Context, c candidate, passEnv []string, probe bool) (*instance, error) {
 	if c.problem != "" {
 		return nil, errors.New(c.problem)
+	}
+	if !probe {
+		if in, ok, err := h.startLocal(c); ok {
+			return in, err
+		}
 	}
 	sum, stamp, err := h.fp.hash(c.path)
 	if err != nil {

@@ -55,6 +55,10 @@ func (s *slot) launch(ctx context.Context) (*instance, error) {
 		in.kill()
 		return nil, fmt.Errorf("plugin %s (%s): %w", s.id(), c.source(), err)
 	}
+	if in.local {
+		s.log.Info("plugin runs in this process", "version", in.info.Version, "source", c.source())
+		return in, nil
+	}
 	s.h.fp.setInfo(in.sum, c.args, in.info) // `plugins list` need not start it again
 	s.log.Info("plugin started", "pid", in.pid, "version", in.info.Version, "source", c.source())
 	return in, nil
@@ -269,7 +273,7 @@ func (s *slot) needsSwap() (bool, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in := s.cur
-	if in == nil || s.swapping || s.closed {
+	if in == nil || in.local || s.swapping || s.closed {
 		return false, ""
 	}
 	st, err := statFile(in.cand.path)

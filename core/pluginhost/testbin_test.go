@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/agentenv/agentenv/sdk/builtin"
 	"github.com/agentenv/agentenv/sdk/reward"
 )
 
@@ -34,6 +35,14 @@ type buildResult struct {
 }
 
 func TestMain(m *testing.M) {
+	// The test binary serves its own built-ins (local_test.go) as agentenv
+	// does: `<binary> plugin-serve <kind>-<name>`.
+	if len(os.Args) == 3 && os.Args[1] == "plugin-serve" {
+		if p, ok := builtin.Lookup(os.Args[2]); ok {
+			p.Serve()
+		}
+		os.Exit(2)
+	}
 	dir, err := os.MkdirTemp("", "pluginhost-test-bins")
 	if err != nil {
 		panic(err)

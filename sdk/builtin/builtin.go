@@ -38,6 +38,11 @@ type Plugin struct {
 	// serves the plugin over go-plugin (reward.Serve(New()), ...) and does
 	// not return. agentenv runs it as `agentenv plugin-serve <kind>-<name>`.
 	Serve func()
+	// New, when set, makes the plugin for a host to run in its own
+	// process instead of in a plugin-serve subprocess: the host does so
+	// for tool formats (pure functions of a reply), unless told to
+	// isolate them. nil = always a subprocess.
+	New func() sdk.Informer
 }
 
 // ID is the plugin's full name, <kind>-<name>.

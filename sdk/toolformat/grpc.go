@@ -145,6 +145,11 @@ func (c *Client) ParseSet(ctx context.Context, text string, set *ToolSet) (Parse
 	if err != nil {
 		return Parsed{}, wire.FromStatus(err)
 	}
+	return fromResponse(r), nil
+}
+
+// fromResponse reads a plugin's answer.
+func fromResponse(r *pb.ParseResponse) Parsed {
 	out := Parsed{Content: r.Content, UnparsedOmitted: int(r.UnparsedOmitted), CallsOmitted: int(r.CallsOmitted)}
 	if len(r.Calls) > 0 {
 		out.Calls = make([]Call, len(r.Calls))
@@ -157,7 +162,7 @@ func (c *Client) ParseSet(ctx context.Context, text string, set *ToolSet) (Parse
 	for _, u := range r.Unparsed {
 		out.Unparsed = append(out.Unparsed, Unparsed{Text: u.Text, Reason: u.Reason})
 	}
-	return out, nil
+	return out
 }
 
 // register sends set to the process unless it has it (again: send anyway,

@@ -121,7 +121,7 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 		Listener: ln, Addr: o.Addr, Version: version, Logger: log,
 		Runtime: runtime.Options{
 			Sandbox: o.Sandbox, SandboxConfig: sandboxCfg, Reward: o.Reward, ToolFormat: o.ToolFormat,
-			Plugins: pluginhost.Options{ReloadOnSIGHUP: true},
+			Plugins: pluginhost.Options{ReloadOnSIGHUP: true, IsolateToolFormats: o.IsolateToolFormats},
 			Tune:    func(c *episode.Config) { c.Limits = o.Limits.episodeLimits() },
 			Warm:    o.Warm, WarmLimit: o.MaxConcurrentEnvs,
 		},

@@ -41,17 +41,42 @@ func (s *BaseServer) Info(context.Context, *pb.InfoRequest) (*pb.InfoResponse, e
 }
 
 func (s *BaseServer) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
-	c, ok := s.Impl.(sdk.Configurer)
-	if !ok {
-		if len(req.Config) == 0 || string(req.Config) == "null" || string(req.Config) == "{}" {
-			return &pb.ConfigureResponse{}, nil
-		}
-		return nil, status.Error(codes.InvalidArgument, "plugin takes no configuration")
-	}
-	if err := c.Configure(ctx, json.RawMessage(req.Config)); err != nil {
-		return nil, ToStatus(err)
+	if err := configure(ctx, s.Impl, req.Config); err != nil {
+		return nil, err
 	}
 	return &pb.ConfigureResponse{}, nil
+}
+
+// configure hands impl its config, answering as a gRPC status.
+func configure(ctx context.Context, impl sdk.Informer, config []byte) error {
+	c, ok := impl.(sdk.Configurer)
+	if !ok {
+		if len(config) == 0 || string(config) == "null" || string(config) == "{}" {
+			return nil
+		}
+		return status.Error(codes.InvalidArgument, "plugin takes no configuration")
+	}
+	return ToStatus(c.Configure(ctx, json.RawMessage(config)))
+}
+
+// Local answers the Base calls of a plugin the host runs in its own
+// process, as BaseServer and BaseClient answer them together over the
+// wire: the same Info (with the protocols the SDK serves) and the same
+// errors.
+type Local struct {
+	Impl sdk.Informer
+}
+
+// RemoteInfo is the plugin's Info, as RemoteInfo reads it over the wire.
+func (l Local) RemoteInfo(context.Context) (sdk.Info, error) {
+	info := l.Impl.Info()
+	info.Protocols = sdk.Protocols(info.Kind)
+	return info, nil
+}
+
+// Configure hands the plugin its configuration.
+func (l Local) Configure(ctx context.Context, config json.RawMessage) error {
+	return FromStatus(configure(ctx, l.Impl, config))
 }
 
 // BaseClient is the host side of the Base service.
