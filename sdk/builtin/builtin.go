@@ -41,7 +41,10 @@ type Plugin struct {
 	// New, when set, makes the plugin for a host to run in its own
 	// process instead of in a plugin-serve subprocess: the host does so
 	// for tool formats (pure functions of a reply), unless told to
-	// isolate them. nil = always a subprocess.
+	// isolate them. nil = always a subprocess. A plugin made by New
+	// shares the host's process: it must be safe for concurrent calls
+	// and should not log through sdk.Logger (whose JSON lines are meant
+	// for a host reading a plugin's stderr).
 	New func() sdk.Informer
 }
 
