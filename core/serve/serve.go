@@ -54,6 +54,9 @@ type Options struct {
 	OpenTimeout, ShutdownTimeout time.Duration
 	// Transcripts say where ended episodes' records go (transcripts.go).
 	Transcripts Transcripts
+	// NoUI serves no live page (/ui) and keeps no ring of recent episodes
+	// for it.
+	NoUI bool
 }
 
 // Run serves the bundle in dir until a signal on stop: the first stops
@@ -89,7 +92,7 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 	if ro.Observer == nil {
 		ro.Observer = so.Metrics
 	}
-	if o.Transcripts.Recent == nil {
+	if o.Transcripts.Recent == nil && !o.NoUI {
 		// The live page (/ui) lists the last episodes ended: keep them.
 		o.Transcripts.Recent = transcript.NewRecent(0, 0)
 	}
@@ -123,9 +126,13 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 		return errors.Join(err, rt.Close(context.Background()))
 	}
 	// The live page (/ui), behind the same token.
-	page := ui.New(ui.Options{Title: b.Name, Live: srv.Live, Recent: so.Recent, Open: so.Token == "",
-		ErrorDetail: so.ErrorDetail, Logger: log.Named("ui")})
-	srv.HandlePage(ui.Prefix, page.Server())
+	livePage := "off (--ui=false)"
+	if !o.NoUI {
+		page := ui.New(ui.Options{Title: b.Name, Live: srv.Live, Recent: so.Recent, Open: so.Token == "",
+			ErrorDetail: so.ErrorDetail, Logger: log.Named("ui")})
+		srv.HandlePage(ui.Prefix, page.Server())
+		livePage = "http://" + ln.Addr().String() + ui.Prefix + "/"
+	}
 	if so.Token == "" && !isLoopback(ln.Addr()) {
 		log.Warn("serving on a non-loopback address without a token: anyone who can reach it can run episodes; set --token-var", "addr", ln.Addr().String())
 	}
@@ -161,7 +168,7 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 	}
 	log.Info("serving", "bundle", b.Name, "tasks", len(b.Tasks), "url", "http://"+ln.Addr().String(),
 		"sandbox", ro.Sandbox, "max_concurrent_envs", so.MaxConcurrentEnvs, "warm", ro.Warm, "token", so.Token != "", "server_id", serverID,
-		"live_page", "http://"+ln.Addr().String()+ui.Prefix+"/")
+		"live_page", livePage)
 
 	select {
 	case err := <-served:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -72,7 +73,10 @@ type served struct {
 
 // start runs Run on a bundle in the background; the test's cleanup stops
 // it if the test did not.
-func start(t *testing.T, dir string) *served {
+func start(t *testing.T, dir string) *served { t.Helper(); return startWith(t, dir, nil) }
+
+// startWith is start with mod (if not nil) adjusting Run's options.
+func startWith(t *testing.T, dir string, mod func(*Options)) *served {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -82,7 +86,7 @@ func start(t *testing.T, dir string) *served {
 	s := &served{url: "http://" + ln.Addr().String(), stop: make(chan os.Signal, 2), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		s.err = Run(dir, Options{
+		o := Options{
 			Listener: ln, Addr: ln.Addr().String(), Version: "test",
 			Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
 			Runtime: runtime.Options{
@@ -93,7 +97,11 @@ func start(t *testing.T, dir string) *served {
 			},
 			Server:          server.Options{MaxConcurrentEnvs: 4},
 			ShutdownTimeout: 30 * time.Second,
-		}, s.stop)
+		}
+		if mod != nil {
+			mod(&o)
+		}
+		s.err = Run(dir, o, s.stop)
 	}()
 	t.Cleanup(func() {
 		select {
@@ -188,5 +196,34 @@ func TestRunSecondSignalAbandons(t *testing.T) {
 	}
 	if !errors.Is(srv.err, ErrAbandoned) {
 		t.Fatalf("Run after two signals: %v, want ErrAbandoned", srv.err)
+	}
+}
+
+// The live page is served unless NoUI (serve --ui=false) says not to.
+func TestRunLivePageSwitch(t *testing.T) {
+	for _, c := range []struct {
+		noUI bool
+		want int
+	}{{false, http.StatusOK}, {true, http.StatusNotFound}} {
+		t.Run(fmt.Sprintf("NoUI=%v", c.noUI), func(t *testing.T) {
+			srv := startWith(t, bundle(t, ""), func(o *Options) { o.NoUI = c.noUI })
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cl, err := client.New(srv.url, client.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cl.Health(ctx); err != nil { // served, not preparing
+				t.Fatal(err)
+			}
+			resp, err := http.Get(srv.url + "/ui/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Errorf("GET /ui/: %d, want %d", resp.StatusCode, c.want)
+			}
+		})
 	}
 }

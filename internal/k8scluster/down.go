@@ -47,11 +47,8 @@ func Down(ctx context.Context, cfg Config, log hclog.Logger) error {
 	errs = append(errs, c.removeCgroups()...)
 	errs = append(errs, c.teardownNetwork(ctx)...)
 	created := c.createdHostDirs()
-	for i := len(created) - 1; i >= 0; i-- {
-		if err := os.Remove(created[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("remove the mount point Up created, %s: %w", created[i], err))
-		}
-	}
+	othersUse, rmErrs := removeCreated(created, log)
+	errs = append(errs, rmErrs...)
 	if under := mountsUnder(c.StateDir); len(under) > 0 {
 		// Never RemoveAll through a mount: it would empty what is mounted.
 		errs = append(errs, fmt.Errorf("mounts left under %s, not removing it: %s", c.StateDir, strings.Join(under, ", ")))
@@ -60,7 +57,7 @@ func Down(ctx context.Context, cfg Config, log hclog.Logger) error {
 	}
 	left := CheckClean(c)
 	for _, d := range created {
-		if _, err := os.Stat(d); err == nil {
+		if _, err := os.Stat(d); err == nil && !othersUse[d] {
 			left = append(left, "folder "+d+" (created by up)")
 		}
 	}
@@ -369,4 +366,37 @@ func ComponentPIDs(cfg Config) []ComponentPID {
 		out = append(out, ComponentPID{Name: name, PID: pid, Running: ours(c, pid) && procRunning(pid)})
 	}
 	return out
+}
+
+// removeCreated removes the folders Up created (outermost first in
+// created), innermost first. One another program has put something in
+// since is left in place and returned in othersUse, with the folders
+// holding it: the node wrote only
+// into its private folder bound over it, so what the host's folder holds
+// is not the cluster's (Docker's containerd puts its shims' sockets in
+// /run/containerd/s).
+func removeCreated(created []string, log hclog.Logger) (othersUse map[string]bool, errs []error) {
+	othersUse = map[string]bool{}
+	for i := len(created) - 1; i >= 0; i-- {
+		err := os.Remove(created[i])
+		switch {
+		case err == nil || errors.Is(err, os.ErrNotExist):
+		case errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST):
+			othersUse[created[i]] = true
+			log.Warn("a mount point Up created is in use by another program now; left in place", "folder", created[i], "holds", entryNames(created[i]))
+		default:
+			errs = append(errs, fmt.Errorf("remove the mount point Up created, %s: %w", created[i], err))
+		}
+	}
+	return othersUse, errs
+}
+
+// entryNames lists a folder's entries, for a log line.
+func entryNames(dir string) string {
+	es, _ := os.ReadDir(dir)
+	names := make([]string, len(es))
+	for i, e := range es {
+		names[i] = e.Name()
+	}
+	return strings.Join(names, ", ")
 }

@@ -134,6 +134,7 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 			ErrorDetail:       o.ErrorDetail,
 		},
 		Transcripts: transcripts,
+		NoUI:        !o.UI,
 	}, sigs)
 	if errors.Is(err, serve.ErrAbandoned) {
 		os.Exit(1) // logged; the teardown still running must not hold the exit

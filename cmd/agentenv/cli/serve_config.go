@@ -40,6 +40,8 @@ type serveOptions struct {
 	// IsolateToolFormats runs the built-in tool formats as plugin
 	// subprocesses rather than in the server's process.
 	IsolateToolFormats bool
+	// UI serves the live page at /ui.
+	UI bool
 	// Record is the transcript directory (--record); RecordFileMB and
 	// RecordQueue bound its files and its write queue.
 	Record       string
@@ -58,6 +60,7 @@ func defaultServeOptions() serveOptions {
 		Limits:            defaultServeLimits(),
 		RecordFileMB:      transcript.DefaultMaxFileBytes >> 20,
 		RecordQueue:       transcript.DefaultQueue,
+		UI:                true,
 	}
 }
 
@@ -76,6 +79,7 @@ func (o *serveOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: trace, debug, info, warn, error")
 	f.BoolVar(&o.ErrorDetail, "error-detail", o.ErrorDetail, "send clients the full detail of DEPLOY_FAILED (server paths, env command lines and output, which may print secrets); for a server only you use. Without it clients get the env and a short cause, and the log the detail")
 	f.BoolVar(&o.IsolateToolFormats, "isolate-tool-formats", o.IsolateToolFormats, "run the built-in tool formats (hermes, qwen3_coder) as plugin subprocesses, as plugin binaries run, instead of in the server's process (docs/plugins.md); each parse then crosses a gRPC round trip")
+	f.BoolVar(&o.UI, "ui", o.UI, "serve the live page at /ui (behind the token); --ui=false serves none and keeps no recent episodes in memory for it")
 	f.StringVar(&o.Record, "record", o.Record, "append each ended episode's transcript (prompt, replies, calls, tool results, scores, outcome, phase times) as a JSON line to daily files in this directory; read them with agentenv transcripts (docs/transcripts.md)")
 	f.IntVar(&o.RecordFileMB, "record-file-mb", o.RecordFileMB, "start the day's next transcript file once one would pass this many MiB")
 	f.IntVar(&o.RecordQueue, "record-queue", o.RecordQueue, "transcripts waiting to be written at most; past it they are dropped and counted (agentenv_transcripts_dropped_total), so a step never waits on the disk")
