@@ -56,8 +56,14 @@ func perCall(n int, fn func()) (mean time.Duration, p50, p99 time.Duration) {
 		d[i] = time.Since(t)
 	}
 	total := time.Since(start)
+	p50, p99 = percentiles(d)
+	return total / time.Duration(n), p50, p99
+}
+
+// percentiles sorts d and returns its median and 99th percentile.
+func percentiles(d []time.Duration) (p50, p99 time.Duration) {
 	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	return total / time.Duration(n), d[n/2], d[n*99/100]
+	return d[len(d)/2], d[len(d)*99/100]
 }
 
 // BenchmarkRewardCall is one reward call through the plugin host (proxy,

@@ -63,6 +63,14 @@ func startLogged(b *testing.B, out io.Writer, addr string, name string, args ...
 	b.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = out, out
+	return startCmd(b, addr, cmd)
+}
+
+// startCmd starts cmd, a server that will answer /health at addr, and
+// waits until it does.
+func startCmd(b *testing.B, addr string, cmd *exec.Cmd) *process {
+	b.Helper()
+	name := cmd.Path
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
@@ -126,6 +134,29 @@ func dial(b *testing.B, addr string) *client.Session {
 	return s
 }
 
+// dayEpisode opens a session on the server at addr and resets it to the
+// task the step benchmarks play, day/eval-001; it returns the session and
+// the opening observation.
+func dayEpisode(b *testing.B, addr string) (*client.Session, client.Result) {
+	b.Helper()
+	s := dial(b, addr)
+	opening, err := s.Reset(context.Background(), client.ResetRequest{TaskID: "day/eval-001"})
+	if err != nil {
+		b.Fatalf("reset on %s: %v", addr, err)
+	}
+	return s, opening
+}
+
+// idleStep returns one step of s with idleReply, the step the step
+// benchmarks time.
+func idleStep(b *testing.B, s *client.Session) func() {
+	return func() {
+		if _, err := s.Step(context.Background(), idleReply); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkServerStep is one GridSim step through the server — a WebSocket
 // frame with a hermes tool call, parsed by the tool format (in the
 // server's process, as serve runs it by default), run on the env over
@@ -135,39 +166,16 @@ func dial(b *testing.B, addr string) *client.Session {
 // the same run.
 func BenchmarkServerStep(b *testing.B) {
 	srv := serveGridsim(b)
-	s := dial(b, srv.addr)
 	ctx := context.Background()
-	opening, err := s.Reset(ctx, client.ResetRequest{TaskID: "day/eval-001"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	stepOn := func(s *client.Session) func() {
-		return func() {
-			if _, err := s.Step(ctx, idleReply); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	step := stepOn(s)
+	s, opening := dayEpisode(b, srv.addr)
+	step := idleStep(b, s)
 	isolated := serveGridsim(b, "--isolate-tool-formats")
-	si := dial(b, isolated.addr)
-	if _, err := si.Reset(ctx, client.ResetRequest{TaskID: "day/eval-001"}); err != nil {
-		b.Fatal(err)
-	}
-	stepIsolated := stepOn(si)
+	si, _ := dayEpisode(b, isolated.addr)
+	stepIsolated := idleStep(b, si)
 
 	// The floor: the env binary the server built, run by hand, loaded with
 	// the same day, called with the same tool and arguments.
-	env, load := directEnv(b)
-	args := json.RawMessage(`{"schedule":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}`)
-	if _, err := env.CallTool(ctx, "load_day", load, 10*time.Second); err != nil {
-		b.Fatal(err)
-	}
-	direct := func() {
-		if res, err := env.CallTool(ctx, "submit_schedule", args, 10*time.Second); err != nil || res.IsError {
-			b.Fatalf("direct call: %v %v", err, res.Text)
-		}
-	}
+	direct := directSubmit(b)
 	for range 200 { // warm every path
 		step()
 		stepIsolated()
@@ -239,6 +247,26 @@ func hermesParse(b *testing.B, offered []client.Tool) func() {
 	}
 }
 
+// idleArgs are idleReply's submit_schedule arguments.
+var idleArgs = json.RawMessage(`{"schedule":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}`)
+
+// directSubmit returns one submit_schedule call with idleArgs made
+// directly with the MCP client on a GridSim env process started by hand
+// (directEnv) and loaded with day/eval-001: the step benchmarks' floor.
+func directSubmit(b *testing.B) func() {
+	b.Helper()
+	env, load := directEnv(b)
+	ctx := context.Background()
+	if _, err := env.CallTool(ctx, "load_day", load, 10*time.Second); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		if res, err := env.CallTool(ctx, "submit_schedule", idleArgs, 10*time.Second); err != nil || res.IsError {
+			b.Fatalf("direct call: %v %v", err, res.Text)
+		}
+	}
+}
+
 // directEnv starts a GridSim env process by hand and connects to it; it
 // returns the client and the load_day arguments of task day/eval-001.
 func directEnv(b *testing.B) (*envclient.Client, json.RawMessage) {
@@ -291,7 +319,7 @@ func BenchmarkServerEpisodes(b *testing.B) {
 		b.Fatal(err)
 	}
 	envDef := bd.Envs["gridsim"]
-	args := json.RawMessage(`{"schedule":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}`)
+	args := idleArgs
 
 	// Ports handed to env processes are never handed out twice in the run:
 	// the kernel may offer a port again between our probe closing it and

@@ -1,0 +1,1 @@
+"""Import shim: see fastmcp/__init__.py."""
