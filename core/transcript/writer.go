@@ -45,8 +45,9 @@ type WriterOptions struct {
 // recording: one error is logged, the line's partial bytes are cut off,
 // and later records are counted as failed. It never stops the server.
 type Writer struct {
-	o   WriterOptions
-	log hclog.Logger
+	o    WriterOptions
+	log  hclog.Logger
+	lock *os.File // holds the directory's writer lock (lockDir) until Close
 
 	mu     sync.RWMutex // Record holds it to send; Close to close queue
 	closed bool
@@ -85,12 +86,16 @@ func NewWriter(o WriterOptions) (*Writer, error) {
 	if err := checkWritable(o.Dir); err != nil {
 		return nil, err
 	}
+	lock, err := lockDir(o.Dir)
+	if err != nil {
+		return nil, err
+	}
 	log := o.Logger
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
 	w := &Writer{
-		o: o, log: log, queue: make(chan *Record, o.Queue), done: make(chan struct{}),
+		o: o, log: log, lock: lock, queue: make(chan *Record, o.Queue), done: make(chan struct{}),
 		recorded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "agentenv_transcripts_recorded_total", Help: "Episode transcripts written to the --record directory.",
 		}),
@@ -120,6 +125,34 @@ func (e *DirError) Error() string {
 	return fmt.Sprintf("transcript directory %s %s: %v", e.Dir, e.Reason, e.Err)
 }
 func (e *DirError) Unwrap() error { return e.Err }
+
+// lockFile is the file in a transcript directory whose lock its writer
+// holds, with the writer's pid in it.
+const lockFile = ".agentenv-writer.lock"
+
+// lockDir takes the directory's writer lock: two servers appending to one
+// day's file would interleave and rotate it under each other. The lock is
+// the kernel's (flock), so it goes with a writer that dies.
+func lockDir(dir string) (*os.File, error) {
+	path := filepath.Join(dir, lockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, &DirError{Dir: dir, Reason: "is not writable", Err: err}
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		held, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, &DirError{Dir: dir, Reason: fmt.Sprintf("is in use by another agentenv serve (pid %s)", strings.TrimSpace(string(held))),
+				Err: errors.New("each server needs a --record directory of its own (agentenv transcripts reads several at once)")}
+		}
+		return nil, &DirError{Dir: dir, Reason: "cannot be locked", Err: err}
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
+}
 
 // checkWritable makes dir if missing and writes a probe file in it.
 func checkWritable(dir string) error {
@@ -175,6 +208,10 @@ func (w *Writer) Close() error {
 	}
 	w.mu.Unlock()
 	<-w.done
+	if w.lock != nil {
+		_ = w.lock.Close() // releases the directory's lock
+		w.lock = nil
+	}
 	return w.fault
 }
 

@@ -296,3 +296,32 @@ func fsizeChild(t *testing.T, dir string) {
 		t.Fatal("want 1 recorded, 2 failed")
 	}
 }
+
+// One directory takes one writer: a second server recording into it is
+// refused, naming the first's pid, and may take it once the first closed.
+func TestWriterDirTakesOneWriter(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWriter(WriterOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewWriter(WriterOptions{Dir: dir})
+	want := fmt.Sprintf("transcript directory %s is in use by another agentenv serve (pid %d): each server needs a --record directory of its own", dir, os.Getpid())
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("a second writer: %v\nwant %q", err, want)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w2, err := NewWriter(WriterOptions{Dir: dir})
+	if err != nil {
+		t.Fatalf("after the first closed: %v", err)
+	}
+	if err := w2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, err := Files([]string{dir})
+	if err != nil || len(files) != 0 {
+		t.Errorf("the lock file is listed as transcripts: %v %v", files, err)
+	}
+}
