@@ -8,8 +8,10 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -96,7 +98,12 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 		// The live page (/ui) lists the last episodes ended: keep them.
 		o.Transcripts.Recent = transcript.NewRecent(0, 0)
 	}
-	closeTranscripts, err := o.Transcripts.open(&ro, &so, log)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("bundle %s: %w", dir, err)
+	}
+	// The bundle's name as bundle.Load gives it: its folder's.
+	closeTranscripts, err := o.Transcripts.open(&ro, &so, filepath.Base(abs), serverID, log)
 	if err != nil {
 		return err
 	}

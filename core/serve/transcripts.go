@@ -34,7 +34,7 @@ func (t Transcripts) on() bool { return t.Dir != "" || t.Recent != nil }
 // open starts the sinks of t, makes the engine keep transcripts and
 // hands each ended episode's record to them, beside the observer already
 // set. close writes what is queued; call it once the engine is closed.
-func (t Transcripts) open(ro *runtime.Options, so *server.Options, log hclog.Logger) (close func(), err error) {
+func (t Transcripts) open(ro *runtime.Options, so *server.Options, bundle, serverID string, log hclog.Logger) (close func(), err error) {
 	if !t.on() {
 		return func() {}, nil
 	}
@@ -58,6 +58,6 @@ func (t Transcripts) open(ro *runtime.Options, so *server.Options, log hclog.Log
 		so.Recent = t.Recent
 	}
 	ro.Transcripts = true
-	ro.Observer = episode.Observers{ro.Observer, transcript.Observer{Sink: sinks}}
+	ro.Observer = episode.Observers{ro.Observer, transcript.Observer{Sink: sinks, Bundle: bundle, Server: serverID}}
 	return close, nil
 }

@@ -29,7 +29,12 @@ const Format = 1
 type Record struct {
 	Format    int    `json:"format"`
 	EpisodeID string `json:"episode_id"`
-	TaskID    string `json:"task_id"`
+	// Bundle and Server say where it was played: the bundle's name and
+	// the id of the agentenv serve (its bundle path and address), so the
+	// records of several servers read together stay apart.
+	Bundle string `json:"bundle,omitempty"`
+	Server string `json:"server,omitempty"`
+	TaskID string `json:"task_id"`
 	// Split and Index are as the reset gave them: empty and nil when the
 	// reset named the task by its id.
 	Split      string `json:"split,omitempty"`

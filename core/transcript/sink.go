@@ -29,6 +29,9 @@ func (s Sinks) Record(r *Record) {
 // its Config.Transcripts is set; without it records carry no turns.
 type Observer struct {
 	Sink Sink
+	// Bundle and Server are stamped on every record (Record.Bundle,
+	// Record.Server).
+	Bundle, Server string
 }
 
 var _ episode.Observer = Observer{}
@@ -39,7 +42,9 @@ func (Observer) ObserveSpan(episode.Span) {}
 // EpisodeEnded makes the episode's record and hands it to the sink.
 func (o Observer) EpisodeEnded(r episode.Result) {
 	if o.Sink != nil {
-		o.Sink.Record(FromResult(r))
+		rec := FromResult(r)
+		rec.Bundle, rec.Server = o.Bundle, o.Server
+		o.Sink.Record(rec)
 	}
 }
 

@@ -30,6 +30,9 @@ func WriteText(w io.Writer, r *Record) error {
 	if r.Sandbox != "" {
 		p(" · sandbox %s", r.Sandbox)
 	}
+	if r.Bundle != "" {
+		p(" · bundle %s", r.Bundle)
+	}
 	p("\n%s (%s, %s)", r.Outcome, r.Cause, r.Source)
 	if v, ok := r.Score(); ok {
 		p(" · reward %g", v)
