@@ -30,14 +30,32 @@ func TestTerminateOwnSandboxAfterPIDReuse(t *testing.T) {
 	}
 
 	// Stand-in for the reused pid: a live group leader of someone else's.
-	foreign := exec.Command("sleep", "30")
-	foreign.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := foreign.Start(); err != nil {
-		t.Fatal(err)
+	// /proc's start times count clock ticks (10 ms), and this test runs in
+	// less than that: a stand-in started in the env's own tick would look
+	// like the env itself (a real reused pid never is: the pid space must
+	// wrap first), so start it in a later tick.
+	var foreign *exec.Cmd
+	var exited chan struct{}
+	for try := 0; ; try++ {
+		foreign = exec.Command("sleep", "30")
+		foreign.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := foreign.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited = make(chan struct{})
+		go func(c *exec.Cmd, done chan struct{}) { _ = c.Wait(); close(done) }(foreign, exited)
+		if start, ok := procStart(foreign.Process.Pid); !ok || start != st.ProcStart || try == 50 {
+			break
+		}
+		t.Logf("stand-in %d started in the env's clock tick; again", try)
+		_ = foreign.Process.Kill()
+		<-exited
+		time.Sleep(10 * time.Millisecond) // one clock tick
 	}
-	exited := make(chan struct{})
-	go func() { _ = foreign.Wait(); close(exited) }()
 	t.Cleanup(func() { _ = foreign.Process.Kill(); <-exited })
+	if start, _ := procStart(foreign.Process.Pid); start == st.ProcStart {
+		t.Fatal("could not start a stand-in in another clock tick than the env")
+	}
 	st.PID, st.PGID = foreign.Process.Pid, foreign.Process.Pid // ProcStart stays the env's
 	if err := writeState(stateDir, st); err != nil {
 		t.Fatal(err)
