@@ -96,17 +96,16 @@ func wsRoundTrip(b *testing.B, url string, frame []byte) func() {
 	}
 }
 
-// stepFrameBytes plays a reset and one step on a raw WebSocket to the
-// server at addr and returns the size of the step's answer frame, and the
-// answer itself.
-func stepFrameBytes(b *testing.B, addr string) (int, string) {
+// stepFrameBytes plays a reset and the step frame step on a raw
+// WebSocket to the server at addr and returns the size of the step's
+// answer frame, and the answer itself.
+func stepFrameBytes(b *testing.B, addr string, step []byte) (int, string) {
 	b.Helper()
 	c, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/ws", nil)
 	if err != nil {
 		b.Fatalf("dial %s: %v", addr, err)
 	}
 	defer c.Close()
-	step := fmt.Appendf(nil, `{"type":"step","data":{"reply":%q}}`, idleReply)
 	var answer []byte
 	for _, frame := range [][]byte{[]byte(`{"type":"reset","data":{"task_id":"day/eval-001"}}`), step} {
 		if err := c.WriteMessage(websocket.TextMessage, frame); err != nil {
@@ -158,8 +157,8 @@ func BenchmarkOpenEnvStep(b *testing.B) {
 
 	// What the two servers answer a step with, once, on a connection of
 	// its own: the same shape (one tool message) and about the same size.
-	agentenvBytes, agentenvAnswer := stepFrameBytes(b, srv.addr)
-	openenvBytes, openenvAnswer := stepFrameBytes(b, oe.addr)
+	agentenvBytes, agentenvAnswer := stepFrameBytes(b, srv.addr, stepFrame)
+	openenvBytes, openenvAnswer := stepFrameBytes(b, oe.addr, stepFrame)
 	for _, a := range []string{agentenvAnswer, openenvAnswer} {
 		if !strings.Contains(a, `"role":"tool"`) || !strings.Contains(a, "Schedule accepted") {
 			b.Fatalf("a step answer is not an accepted schedule's tool message: %s", a)

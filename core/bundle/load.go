@@ -13,6 +13,15 @@ import (
 // agentenv does not read; refusing them beats silently ignoring them.
 var unsupportedKinds = map[string]bool{"agents": true, "artifacts": true, "skills": true}
 
+// NameOf is the name the bundle in dir has (Bundle.Name): its folder's.
+func NameOf(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("bundle %s: %w", dir, err)
+	}
+	return filepath.Base(abs), nil
+}
+
 // Load reads and validates the bundle in dir. On any problem it returns a
 // *LoadError listing them (file, line, what is wrong) and no bundle.
 func Load(dir string, opts Options) (*Bundle, error) {
@@ -31,12 +40,16 @@ func Load(dir string, opts Options) (*Bundle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", dir, err)
 	}
+	name, err := NameOf(abs)
+	if err != nil {
+		return nil, err
+	}
 	maxFile := opts.MaxFileBytes
 	if maxFile <= 0 {
 		maxFile = DefaultMaxFileBytes
 	}
 	ps := &problems{max: max, maxFileBytes: maxFile}
-	b := &Bundle{Dir: dir, Name: filepath.Base(abs)}
+	b := &Bundle{Dir: dir, Name: name}
 
 	entries, err := os.ReadDir(dir)
 	if err != nil {

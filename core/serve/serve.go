@@ -8,14 +8,13 @@ package serve
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/agentenv/agentenv/core/bundle"
 	"github.com/agentenv/agentenv/core/runtime"
 	"github.com/agentenv/agentenv/core/server"
 	"github.com/agentenv/agentenv/core/transcript"
@@ -98,12 +97,11 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 		// The live page (/ui) lists the last episodes ended: keep them.
 		o.Transcripts.Recent = transcript.NewRecent(0, 0)
 	}
-	abs, err := filepath.Abs(dir)
+	bundleName, err := bundle.NameOf(dir) // the runtime loads the bundle later
 	if err != nil {
-		return fmt.Errorf("bundle %s: %w", dir, err)
+		return err
 	}
-	// The bundle's name as bundle.Load gives it: its folder's.
-	closeTranscripts, err := o.Transcripts.open(&ro, &so, filepath.Base(abs), serverID, log)
+	closeTranscripts, err := o.Transcripts.open(&ro, &so, bundleName, serverID, log)
 	if err != nil {
 		return err
 	}

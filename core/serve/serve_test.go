@@ -52,9 +52,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// bundle writes a one-task bundle whose env is the test env, started with
+// testBundle writes a one-task bundle whose env is the test env, started with
 // env.toml's envTOML added.
-func bundle(t *testing.T, envTOML string) string {
+func testBundle(t *testing.T, envTOML string) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := testenvbuild.WriteBundle(dir, testenvBin, envTOML); err != nil {
@@ -151,7 +151,7 @@ func reset(t *testing.T, url string) *client.Session {
 // A signal drains: the live episode is torn down, its env process gone,
 // the listener closed, and Run returns nil.
 func TestRunDrainsOnSignal(t *testing.T) {
-	srv := start(t, bundle(t, ""))
+	srv := start(t, testBundle(t, ""))
 	s := reset(t, srv.url)
 	if len(testenvbuild.Procs(testenvBin)) == 0 {
 		t.Fatal("no env process runs for the live episode")
@@ -180,7 +180,7 @@ func TestRunDrainsOnSignal(t *testing.T) {
 // A second signal while a teardown is slow (the env ignores SIGTERM and
 // waits out the sandbox's grace) returns ErrAbandoned at once.
 func TestRunSecondSignalAbandons(t *testing.T) {
-	srv := start(t, bundle(t, "[env]\nTESTENV_IGNORE_TERM = \"1\"\n"))
+	srv := start(t, testBundle(t, "[env]\nTESTENV_IGNORE_TERM = \"1\"\n"))
 	reset(t, srv.url)
 	t.Cleanup(func() {
 		// The teardown was abandoned: kill what it left (a restart's reap
@@ -206,7 +206,7 @@ func TestRunLivePageSwitch(t *testing.T) {
 		want int
 	}{{false, http.StatusOK}, {true, http.StatusNotFound}} {
 		t.Run(fmt.Sprintf("NoUI=%v", c.noUI), func(t *testing.T) {
-			srv := startWith(t, bundle(t, ""), func(o *Options) { o.NoUI = c.noUI })
+			srv := startWith(t, testBundle(t, ""), func(o *Options) { o.NoUI = c.noUI })
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			cl, err := client.New(srv.url, client.Options{})

@@ -143,7 +143,11 @@ func lockDir(dir string) (*os.File, error) {
 		held, _ := os.ReadFile(path)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, &DirError{Dir: dir, Reason: fmt.Sprintf("is in use by another agentenv serve (pid %s)", strings.TrimSpace(string(held))),
+			who := "another agentenv serve"
+			if pid := strings.TrimSpace(string(held)); pid != "" { // empty while its holder writes it
+				who += " (pid " + pid + ")"
+			}
+			return nil, &DirError{Dir: dir, Reason: "is in use by " + who,
 				Err: errors.New("each server needs a --record directory of its own (agentenv transcripts reads several at once)")}
 		}
 		return nil, &DirError{Dir: dir, Reason: "cannot be locked", Err: err}

@@ -371,10 +371,9 @@ func ComponentPIDs(cfg Config) []ComponentPID {
 // removeCreated removes the folders Up created (outermost first in
 // created), innermost first. One another program has put something in
 // since is left in place and returned in othersUse, with the folders
-// holding it: the node wrote only
-// into its private folder bound over it, so what the host's folder holds
-// is not the cluster's (Docker's containerd puts its shims' sockets in
-// /run/containerd/s).
+// holding it: the node wrote only into its private folder bound over it,
+// so what the host's folder holds is not the cluster's (Docker's
+// containerd puts its shims' sockets in /run/containerd/s).
 func removeCreated(created []string, log hclog.Logger) (othersUse map[string]bool, errs []error) {
 	othersUse = map[string]bool{}
 	for i := len(created) - 1; i >= 0; i-- {
