@@ -108,7 +108,7 @@ func connectOnce(ctx context.Context, url string, opts Options) (*Client, error)
 	client := mcp.NewClient(&mcp.Implementation{Name: opts.ClientName, Version: "1"}, nil)
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:   url,
-		HTTPClient: &http.Client{Transport: cutTransport{base: keepConnTransport{base: tr}}},
+		HTTPClient: &http.Client{Transport: cutTransport{base: &keepConnTransport{base: tr}}},
 		// Requests and responses are all the engine needs; the standalone
 		// stream would hold a connection open per episode for nothing.
 		DisableStandaloneSSE: true,

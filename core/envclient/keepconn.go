@@ -14,6 +14,12 @@ import (
 // before it is cancelled.
 const drainGrace = 250 * time.Millisecond
 
+// drainWait is how long a request waits for the streams of calls already
+// answered to reach their end, so it takes their connection rather than
+// dial another: a healthy stream's tail comes at once, but on a busy
+// machine its reader may not have run yet when the next call starts.
+const drainWait = 20 * time.Millisecond
+
 // keepConnTransport keeps an env's connections alive across calls. The MCP
 // SDK returns a call as soon as its answer is read from the stream, before
 // the stream's end is; the call's context is then cancelled (its deadline
@@ -22,17 +28,59 @@ const drainGrace = 250 * time.Millisecond
 // is cancelled at once only while it waits for the response; once the
 // response has come, a cancelled caller leaves it drainGrace to finish, so
 // an env that hangs mid-stream still loses its connection, and a healthy
-// one keeps it.
+// one keeps it. A new request first waits (up to drainWait) for those
+// drains to end, so that it finds their connection back in the pool.
 type keepConnTransport struct {
 	base http.RoundTripper
+
+	mu       sync.Mutex
+	draining int           // answered requests whose caller has gone, not yet at their end
+	drained  chan struct{} // closed when draining falls to 0
 }
 
-func (t keepConnTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+// waitDrains waits, up to drainWait, for the draining requests to end.
+func (t *keepConnTransport) waitDrains() {
+	t.mu.Lock()
+	ch := t.drained
+	busy := t.draining > 0
+	t.mu.Unlock()
+	if !busy {
+		return
+	}
+	timer := time.NewTimer(drainWait)
+	defer timer.Stop()
+	select {
+	case <-ch:
+	case <-timer.C:
+	}
+}
+
+func (t *keepConnTransport) drainBegun() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.draining == 0 {
+		t.drained = make(chan struct{})
+	}
+	t.draining++
+}
+
+func (t *keepConnTransport) drainEnded() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.draining--; t.draining == 0 {
+		close(t.drained)
+	}
+}
+
+func (t *keepConnTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.waitDrains()
 	parent := req.Context()
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	var (
 		mu       sync.Mutex
 		answered bool
+		finished bool // the body was read to its end or closed
+		draining bool // counted in t.draining
 		timer    *time.Timer
 	)
 	stop := context.AfterFunc(parent, func() {
@@ -42,6 +90,11 @@ func (t keepConnTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 			cancel()
 			return
 		}
+		if finished {
+			return
+		}
+		draining = true
+		t.drainBegun()
 		timer = time.AfterFunc(drainGrace, cancel)
 	})
 	resp, err := t.base.RoundTrip(req.WithContext(ctx))
@@ -60,8 +113,12 @@ func (t keepConnTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	resp.Body = &drainBody{ReadCloser: resp.Body, done: func() {
 		stop()
 		mu.Lock()
+		finished = true
 		if timer != nil {
 			timer.Stop()
+		}
+		if draining {
+			t.drainEnded()
 		}
 		mu.Unlock()
 		cancel()
