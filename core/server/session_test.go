@@ -363,6 +363,8 @@ func TestConcurrentEpisodesQueue(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+	// A session tears its episode down after its last reply is sent.
+	eventually(t, 2*time.Second, "the 64 teardowns", func() bool { _, closed, _, _ := p.counts(); return closed == 64 })
 	started, closed, live, maxLive := p.counts()
 	if started != 64 || closed != 64 || live != 0 || maxLive > 16 {
 		t.Fatalf("started %d closed %d live %d max live %d", started, closed, live, maxLive)
