@@ -40,7 +40,16 @@ func (e *Engine) spec(env *bundle.Env, labels map[string]string) sandbox.Spec {
 	return sandbox.Spec{
 		Env: env.Name, Dir: env.Dir, Image: env.Image, Command: env.Command, Build: env.Build,
 		Port: env.Port, EnvVars: env.EnvVars, CPU: env.CPU, MemoryMB: env.MemoryMB, Labels: all,
+		Terminal: terminalSpec(env), StorageMB: env.StorageMB, NoInternet: env.NoInternet,
+		BuildTimeout: env.BuildTimeout,
 	}
+}
+
+func terminalSpec(env *bundle.Env) *sandbox.Terminal {
+	if !env.Terminal {
+		return nil
+	}
+	return &sandbox.Terminal{Workdir: env.Workdir}
 }
 
 // envFor gives an episode env name: a ready one from the warm pool when
