@@ -3,6 +3,7 @@ package episode
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/agentenv/agentenv/sdk/toolformat"
@@ -13,6 +14,11 @@ const (
 	DefaultMaxReplyErrors    = 20
 	DefaultMaxCallsPerReply  = 64
 	DefaultMaxArgumentValues = 20_000
+
+	// DefaultParseTimeout is far above what any real reply takes to read
+	// (a 16 MiB hostile one takes about a second), and far below what a
+	// parser's worst case held a step before there was one.
+	DefaultParseTimeout = 10 * time.Second
 
 	DefaultMaxResultBytes      = 4 << 20
 	DefaultMaxReplyResultBytes = 16 << 20
@@ -54,6 +60,10 @@ type Limits struct {
 	// together, counted as sent (JSON-encoded); later results are cut to
 	// what is left. At most MaxReplyResultBytesCap.
 	MaxReplyResultBytes int64
+	// ParseTimeout is how long reading one reply's tool calls may take
+	// (in process or through a plugin); past it the reply is answered as
+	// one call that could not be read, and the parse is stopped.
+	ParseTimeout time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -70,6 +80,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxReplyResultBytes <= 0 {
 		l.MaxReplyResultBytes = DefaultMaxReplyResultBytes
+	}
+	if l.ParseTimeout <= 0 {
+		l.ParseTimeout = DefaultParseTimeout
 	}
 	return l
 }

@@ -3,6 +3,7 @@ package qwen3coder
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
@@ -92,5 +93,20 @@ func TestRadixLiteralIsBoundedBeforeConversion(t *testing.T) {
 				t.Fatalf("got %d calls, unparsed %.300v; want the reason %q", len(got.Calls), got.Unparsed, tc.want)
 			}
 		})
+	}
+}
+
+// A parse stops when its step ends: with its context cancelled, a long
+// literal and a flood of calls are both given up, with the context's error.
+func TestParseStopsWhenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, reply := range map[string]string{
+		"long literal": hostileCall("[" + strings.Repeat("0,", 1<<20) + "]"),
+		"many calls":   strings.Repeat(hostileCall("[1]"), 10_000),
+	} {
+		if _, err := New().Parse(ctx, reply, hostileTools); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: a cancelled parse returned %v, want context.Canceled", name, err)
+		}
 	}
 }

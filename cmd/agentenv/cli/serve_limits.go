@@ -20,6 +20,7 @@ type serveLimits struct {
 	// What an env's tool results may cost: per call, and per reply.
 	MaxResultBytes      int
 	MaxReplyResultBytes int
+	ParseTimeout        time.Duration
 	HTTPReadTimeout     time.Duration
 	HTTPWriteTimeout    time.Duration
 	HTTPIdleTimeout     time.Duration
@@ -34,6 +35,7 @@ func defaultServeLimits() serveLimits {
 		MaxArgumentValues:   episode.DefaultMaxArgumentValues,
 		MaxResultBytes:      episode.DefaultMaxResultBytes,
 		MaxReplyResultBytes: episode.DefaultMaxReplyResultBytes,
+		ParseTimeout:        episode.DefaultParseTimeout,
 		HTTPReadTimeout:     server.DefaultHTTPReadTimeout,
 		HTTPWriteTimeout:    server.DefaultHTTPWriteTimeout,
 		HTTPIdleTimeout:     server.DefaultHTTPIdleTimeout,
@@ -58,6 +60,7 @@ func (l *serveLimits) settings() []limitSetting {
 		{flag: "max-argument-values", n: &l.MaxArgumentValues, help: "JSON values (keys included) one tool call's arguments may hold; larger calls are refused unread"},
 		{flag: "max-result-bytes", n: &l.MaxResultBytes, help: "bytes of one tool call's result read from the env at most; the rest is dropped unread and the model told its result was cut"},
 		{flag: "max-reply-result-bytes", n: &l.MaxReplyResultBytes, help: fmt.Sprintf("bytes of tool results (as sent) answering one model reply at most, together; at most %d (48 MiB), so an observation fits a client's 64 MiB frame", episode.MaxReplyResultBytesCap)},
+		{flag: "parse-timeout", d: &l.ParseTimeout, help: "longest time reading one model reply's tool calls may take; past it the parse is stopped and the reply answered as unreadable"},
 		{flag: "http-read-timeout", d: &l.HTTPReadTimeout, help: "longest time to read one HTTP request, headers and body"},
 		{flag: "http-write-timeout", d: &l.HTTPWriteTimeout, help: "longest time to handle one HTTP request and write its response"},
 		{flag: "http-idle-timeout", d: &l.HTTPIdleTimeout, help: "close a kept-alive HTTP connection after this long without a request"},
@@ -101,6 +104,7 @@ func (l serveLimits) episodeLimits() episode.Limits {
 		MaxArgumentValues:   l.MaxArgumentValues,
 		MaxResultBytes:      int64(l.MaxResultBytes),
 		MaxReplyResultBytes: int64(l.MaxReplyResultBytes),
+		ParseTimeout:        l.ParseTimeout,
 	}
 }
 
