@@ -221,7 +221,7 @@ func (e *Engine) Play(req Request) (Episode, error) {
 		}
 	}
 	if e.cfg.Transcripts {
-		ep.transcript = &Transcript{}
+		ep.transcript, ep.transcriptLeft = &Transcript{}, e.cfg.Limits.TranscriptBytes
 	}
 	e.liveMu.Lock()
 	defer e.liveMu.Unlock()

@@ -57,6 +57,9 @@ type episode struct {
 	abandon   Cause       // why Close was called before the end ("" = the client's)
 	// transcript is kept only with Config.Transcripts (nil: nothing is).
 	transcript *Transcript
+	// transcriptLeft is what the transcript may still hold (Limits.
+	// TranscriptBytes at first); touched by the stepping goroutine only.
+	transcriptLeft int64
 
 	// Play state, touched only while holding busy.
 	next     int // index of the next step to run

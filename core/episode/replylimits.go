@@ -20,6 +20,11 @@ const (
 	// parser's worst case held a step before there was one.
 	DefaultParseTimeout = 10 * time.Second
 
+	// A live episode's transcript (the /ui page, --record): a turn's text,
+	// and the episode's, at most; a record line is about as long.
+	DefaultTranscriptTurnBytes = 1 << 20
+	DefaultTranscriptBytes     = 8 << 20
+
 	DefaultMaxResultBytes      = 4 << 20
 	DefaultMaxReplyResultBytes = 16 << 20
 	// MaxReplyResultBytesCap is the most MaxReplyResultBytes may be: an
@@ -64,6 +69,12 @@ type Limits struct {
 	// (in process or through a plugin); past it the reply is answered as
 	// one call that could not be read, and the parse is stopped.
 	ParseTimeout time.Duration
+	// TranscriptTurnBytes and TranscriptBytes bound what an episode keeps
+	// for its transcript (Config.Transcripts): one turn's reply, call
+	// arguments and answers together, and all its turns; past them text
+	// is cut with a note, and later turns are only counted.
+	TranscriptTurnBytes int64
+	TranscriptBytes     int64
 }
 
 func (l Limits) withDefaults() Limits {
@@ -80,6 +91,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxReplyResultBytes <= 0 {
 		l.MaxReplyResultBytes = DefaultMaxReplyResultBytes
+	}
+	if l.TranscriptTurnBytes <= 0 {
+		l.TranscriptTurnBytes = DefaultTranscriptTurnBytes
+	}
+	if l.TranscriptBytes <= 0 {
+		l.TranscriptBytes = DefaultTranscriptBytes
 	}
 	if l.ParseTimeout <= 0 {
 		l.ParseTimeout = DefaultParseTimeout

@@ -145,3 +145,64 @@ func BenchmarkTranscriptStep(b *testing.B) {
 	b.ReportMetric(float64(tOn.Microseconds())/float64(n), "on-µs/step")
 	b.ReportMetric(float64(tOn)/float64(tOff), "on/off")
 }
+
+// What a live episode keeps for its transcript is bounded per turn and
+// per episode: a long reply, long call arguments and long results are cut
+// with a note saying so, and once the episode's budget is spent later
+// turns are only counted. Every reply was kept whole: 24 steps of 15 MiB
+// held 635 MiB, and one 40-step episode took a server to 3.6 GB.
+func TestTranscriptIsBounded(t *testing.T) {
+	const turnBytes, episodeBytes = 64 << 10, 160 << 10
+	dir := bundleFiles(t, nil, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
+	rec := newRecorder()
+	r := newRig(t, dir, rigOptions{tune: func(c *episode.Config) {
+		c.Observer, c.Transcripts = rec, true
+		c.Limits.TranscriptTurnBytes, c.Limits.TranscriptBytes = turnBytes, episodeBytes
+	}})
+	ep := r.play(episode.Request{TaskID: "puzzle"})
+	r.start(ep)
+	long := strings.Repeat("x", 200<<10)
+	r.step(ep, long+call("add", map[string]any{"n": long}))
+	r.step(ep, call("flood", map[string]any{"bytes": 100 << 10, "char": "y"}))
+	for range 6 {
+		r.step(ep, long[:100<<10]+call("add", map[string]any{"n": 0}))
+	}
+	if obs := r.step(ep, "I am done."); !obs.Done {
+		t.Fatalf("not done: %+v", obs)
+	}
+	if err := ep.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tr := rec.result(t, ep.ID()).Transcript
+	if tr == nil || len(tr.Exchanges) < 2 {
+		t.Fatalf("transcript %+v", tr)
+	}
+	first := tr.Exchanges[0]
+	if len(first.Reply) > turnBytes+400 || !strings.Contains(first.Reply, "[agentenv: the transcript keeps") {
+		t.Errorf("a 200 KiB reply was kept as %d bytes, ending %q", len(first.Reply), tail(first.Reply))
+	}
+	if args := string(first.Parsed.Calls[0].Arguments); len(args) > 400 || !strings.Contains(args, "not kept") {
+		t.Errorf("200 KiB of arguments past the turn's room kept as %d bytes: %.200s", len(args), args)
+	}
+	if msg := tr.Exchanges[1].Messages[0].Content; len(msg) > turnBytes+400 || !strings.Contains(msg, "[agentenv: the transcript keeps") {
+		t.Errorf("a 100 KiB result was kept as %d bytes, ending %q", len(msg), tail(msg))
+	}
+	size := 0
+	for _, x := range tr.Exchanges {
+		size += len(x.Reply) + len(x.Parsed.Content)
+		for _, m := range x.Messages {
+			size += len(m.Content)
+		}
+		for _, c := range x.Parsed.Calls {
+			size += len(c.Arguments)
+		}
+	}
+	if size > episodeBytes+len(tr.Exchanges)*2000 {
+		t.Errorf("the transcript holds %d KiB, want about %d KiB at most", size>>10, episodeBytes>>10)
+	}
+	if tr.TurnsOmitted == 0 || len(tr.Exchanges)+tr.TurnsOmitted != 9 {
+		t.Errorf("%d turns kept and %d counted as not kept, want 9 together, some not kept", len(tr.Exchanges), tr.TurnsOmitted)
+	}
+}
+
+func tail(s string) string { return s[max(0, len(s)-200):] }

@@ -21,6 +21,9 @@ type serveLimits struct {
 	MaxResultBytes      int
 	MaxReplyResultBytes int
 	ParseTimeout        time.Duration
+	// What a live episode keeps for its transcript (/ui, --record).
+	TranscriptTurnBytes int
+	TranscriptBytes     int
 	HTTPReadTimeout     time.Duration
 	HTTPWriteTimeout    time.Duration
 	HTTPIdleTimeout     time.Duration
@@ -36,6 +39,8 @@ func defaultServeLimits() serveLimits {
 		MaxResultBytes:      episode.DefaultMaxResultBytes,
 		MaxReplyResultBytes: episode.DefaultMaxReplyResultBytes,
 		ParseTimeout:        episode.DefaultParseTimeout,
+		TranscriptTurnBytes: episode.DefaultTranscriptTurnBytes,
+		TranscriptBytes:     episode.DefaultTranscriptBytes,
 		HTTPReadTimeout:     server.DefaultHTTPReadTimeout,
 		HTTPWriteTimeout:    server.DefaultHTTPWriteTimeout,
 		HTTPIdleTimeout:     server.DefaultHTTPIdleTimeout,
@@ -61,6 +66,8 @@ func (l *serveLimits) settings() []limitSetting {
 		{flag: "max-result-bytes", n: &l.MaxResultBytes, help: "bytes of one tool call's result read from the env at most; the rest is dropped unread and the model told its result was cut"},
 		{flag: "max-reply-result-bytes", n: &l.MaxReplyResultBytes, help: fmt.Sprintf("bytes of tool results (as sent) answering one model reply at most, together; at most %d (48 MiB), so an observation fits a client's 64 MiB frame", episode.MaxReplyResultBytesCap)},
 		{flag: "parse-timeout", d: &l.ParseTimeout, help: "longest time reading one model reply's tool calls may take; past it the parse is stopped and the reply answered as unreadable"},
+		{flag: "transcript-turn-bytes", n: &l.TranscriptTurnBytes, help: "bytes of one turn (reply, call arguments, answers) a live episode keeps for its transcript (/ui, --record); the rest is cut with a note"},
+		{flag: "transcript-bytes", n: &l.TranscriptBytes, help: "bytes of all its turns a live episode keeps for its transcript (/ui, --record); later turns are counted, not kept"},
 		{flag: "http-read-timeout", d: &l.HTTPReadTimeout, help: "longest time to read one HTTP request, headers and body"},
 		{flag: "http-write-timeout", d: &l.HTTPWriteTimeout, help: "longest time to handle one HTTP request and write its response"},
 		{flag: "http-idle-timeout", d: &l.HTTPIdleTimeout, help: "close a kept-alive HTTP connection after this long without a request"},
@@ -105,6 +112,8 @@ func (l serveLimits) episodeLimits() episode.Limits {
 		MaxResultBytes:      int64(l.MaxResultBytes),
 		MaxReplyResultBytes: int64(l.MaxReplyResultBytes),
 		ParseTimeout:        l.ParseTimeout,
+		TranscriptTurnBytes: int64(l.TranscriptTurnBytes),
+		TranscriptBytes:     int64(l.TranscriptBytes),
 	}
 }
 
