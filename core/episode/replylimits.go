@@ -75,6 +75,10 @@ type Limits struct {
 	// is cut with a note, and later turns are only counted.
 	TranscriptTurnBytes int64
 	TranscriptBytes     int64
+	// MaxTurns caps the model replies of every episode (0: no cap): a
+	// reset's max_turns may lower it, not raise it. A turn's own
+	// max_turns still ends its turn.
+	MaxTurns int
 }
 
 func (l Limits) withDefaults() Limits {

@@ -24,6 +24,7 @@ type serveLimits struct {
 	// What a live episode keeps for its transcript (/ui, --record).
 	TranscriptTurnBytes int
 	TranscriptBytes     int
+	MaxTurns            int // 0: none
 	HTTPReadTimeout     time.Duration
 	HTTPWriteTimeout    time.Duration
 	HTTPIdleTimeout     time.Duration
@@ -54,6 +55,7 @@ type limitSetting struct {
 	flag string
 	help string
 	n    *int           // a count, at least 1
+	zero bool           // or 0, for none
 	d    *time.Duration // or a duration, more than 0
 }
 
@@ -68,6 +70,7 @@ func (l *serveLimits) settings() []limitSetting {
 		{flag: "parse-timeout", d: &l.ParseTimeout, help: "longest time reading one model reply's tool calls may take; past it the parse is stopped and the reply answered as unreadable"},
 		{flag: "transcript-turn-bytes", n: &l.TranscriptTurnBytes, help: "bytes of one turn (reply, call arguments, answers) a live episode keeps for its transcript (/ui, --record); the rest is cut with a note"},
 		{flag: "transcript-bytes", n: &l.TranscriptBytes, help: "bytes of all its turns a live episode keeps for its transcript (/ui, --record); later turns are counted, not kept"},
+		{flag: "max-turns", n: &l.MaxTurns, zero: true, help: "model replies an episode may take at most before it is scored, for every task (0: no cap beyond the task's and the reset's); a reset's max_turns may lower it"},
 		{flag: "http-read-timeout", d: &l.HTTPReadTimeout, help: "longest time to read one HTTP request, headers and body"},
 		{flag: "http-write-timeout", d: &l.HTTPWriteTimeout, help: "longest time to handle one HTTP request and write its response"},
 		{flag: "http-idle-timeout", d: &l.HTTPIdleTimeout, help: "close a kept-alive HTTP connection after this long without a request"},
@@ -91,7 +94,9 @@ func (l *serveLimits) addFlags(f *pflag.FlagSet) {
 func (l *serveLimits) check() error {
 	for _, s := range l.settings() {
 		switch {
-		case s.n != nil && *s.n < 1:
+		case s.n != nil && s.zero && *s.n < 0:
+			return fmt.Errorf("--%s must be 0 (none) or more, got %d", s.flag, *s.n)
+		case s.n != nil && !s.zero && *s.n < 1:
 			return fmt.Errorf("--%s must be at least 1, got %d", s.flag, *s.n)
 		case s.d != nil && *s.d <= 0:
 			return fmt.Errorf("--%s must be more than 0, got %s", s.flag, *s.d)
@@ -114,6 +119,7 @@ func (l serveLimits) episodeLimits() episode.Limits {
 		ParseTimeout:        l.ParseTimeout,
 		TranscriptTurnBytes: int64(l.TranscriptTurnBytes),
 		TranscriptBytes:     int64(l.TranscriptBytes),
+		MaxTurns:            l.MaxTurns,
 	}
 }
 
