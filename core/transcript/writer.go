@@ -61,7 +61,7 @@ type Writer struct {
 	day   string // of f
 	seq   int    // of f: 0 for DAY.jsonl, n for DAY.n.jsonl
 	size  int64  // of f
-	buf   bytes.Buffer
+	enc   lineEncoder
 	fault error // the write that stopped the recording
 
 	stopped   atomic.Bool
@@ -265,12 +265,7 @@ func (w *Writer) write(r *Record) error {
 		}
 	}
 	cw := &countingWriter{w: w.f}
-	bw := bufio.NewWriterSize(cw, 64<<10)
-	err = w.encode(bw, r)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err != nil {
+	if err = w.enc.writeLine(cw, r); err != nil {
 		if cw.n > 0 {
 			err = errors.Join(err, w.f.Truncate(w.size))
 		}
@@ -304,12 +299,24 @@ func lineSize(r *Record) (int64, error) {
 // turnsKey is the turns field of a record encoded without its turns.
 var turnsKey = []byte(`"turns":null`)
 
-// encode writes r as one JSON line: the record without its turns, split
-// where its turns go, and the turns one by one in between.
-func (w *Writer) encode(out *bufio.Writer, r *Record) error {
+// WriteJSON writes r as its record line (JSON and a newline, as --record
+// files hold it), a turn at a time: it holds one turn's JSON, not the
+// line's.
+func WriteJSON(out io.Writer, r *Record) error {
+	var e lineEncoder
+	return e.writeLine(out, r)
+}
+
+// lineEncoder writes records as lines, reusing its buffer.
+type lineEncoder struct{ buf bytes.Buffer }
+
+// writeLine writes r as one JSON line: the record without its turns,
+// split where its turns go, and the turns one by one in between.
+func (e *lineEncoder) writeLine(w io.Writer, r *Record) error {
+	out := bufio.NewWriterSize(w, 64<<10)
 	head := *r
 	head.Turns = nil
-	line, err := w.marshal(&head)
+	line, err := e.marshal(&head)
 	if err != nil {
 		return err
 	}
@@ -326,7 +333,7 @@ func (w *Writer) encode(out *bufio.Writer, r *Record) error {
 		if i > 0 {
 			out.WriteByte(',')
 		}
-		b, err := w.marshal(&r.Turns[i])
+		b, err := e.marshal(&r.Turns[i])
 		if err != nil {
 			return err
 		}
@@ -334,21 +341,21 @@ func (w *Writer) encode(out *bufio.Writer, r *Record) error {
 	}
 	out.WriteByte(']')
 	out.Write(rest)
-	_, err = out.Write([]byte{'\n'})
-	return err
+	out.WriteByte('\n')
+	return out.Flush()
 }
 
 // marshal encodes v without HTML escapes (replies are full of
-// <tool_call>) and without the encoder's newline, into the writer's
-// buffer: valid until the next call.
-func (w *Writer) marshal(v any) ([]byte, error) {
-	w.buf.Reset()
-	enc := json.NewEncoder(&w.buf)
+// <tool_call>) and without the encoder's newline, into the buffer: valid
+// until the next call.
+func (e *lineEncoder) marshal(v any) ([]byte, error) {
+	e.buf.Reset()
+	enc := json.NewEncoder(&e.buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return nil, fmt.Errorf("encoding a transcript record: %w", err)
 	}
-	return bytes.TrimSuffix(w.buf.Bytes(), []byte{'\n'}), nil
+	return bytes.TrimSuffix(e.buf.Bytes(), []byte{'\n'}), nil
 }
 
 // countingWriter counts the bytes written through it.

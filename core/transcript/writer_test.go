@@ -348,7 +348,7 @@ func TestWriterStreamsARecord(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if c := w.buf.Cap(); c > 4<<20 {
+	if c := w.enc.buf.Cap(); c > 4<<20 {
 		t.Errorf("the writer's buffer grew to %d MiB for a %d MiB record, want one turn's worth", c>>20, want>>20)
 	}
 	line, err := os.ReadFile(filepath.Join(dir, FileName("2026-12-02", 0)))
