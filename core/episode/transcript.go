@@ -1,8 +1,10 @@
 package episode
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentenv/agentenv/sdk/toolformat"
@@ -63,11 +65,18 @@ func (ep *episode) keepExchange(reply string, parsed toolformat.Parsed, msgs []M
 	b := &transcriptBudget{room: min(l.TranscriptTurnBytes, ep.transcriptLeft), limits: l}
 	start := b.room
 	x := Exchange{Reply: b.text(reply, "reply"), Took: took, Parsed: toolformat.Parsed{
-		Unparsed: parsed.Unparsed, UnparsedOmitted: parsed.UnparsedOmitted, CallsOmitted: parsed.CallsOmitted}}
+		UnparsedOmitted: parsed.UnparsedOmitted, CallsOmitted: parsed.CallsOmitted}}
+	if len(parsed.Unparsed) > 0 {
+		x.Parsed.Unparsed = make([]toolformat.Unparsed, len(parsed.Unparsed))
+		for i, u := range parsed.Unparsed { // bounded by the SDK; often slices of the reply
+			x.Parsed.Unparsed[i] = toolformat.Unparsed{Text: strings.Clone(u.Text), Reason: strings.Clone(u.Reason)}
+		}
+	}
 	if len(parsed.Calls) > 0 {
 		x.Parsed.Calls = make([]toolformat.Call, len(parsed.Calls))
 		for i, c := range parsed.Calls {
-			x.Parsed.Calls[i] = toolformat.Call{Name: c.Name, Arguments: b.arguments(c.Arguments)}
+			// A name is often a slice of the reply: a copy lets the reply go.
+			x.Parsed.Calls[i] = toolformat.Call{Name: strings.Clone(c.Name), Arguments: b.arguments(c.Arguments)}
 		}
 	}
 	if msgs != nil {
@@ -88,12 +97,13 @@ type transcriptBudget struct {
 	limits Limits
 }
 
-// text is s cut to the room left, with a note saying what was not kept.
+// text is s cut to the room left, with a note saying what was not kept;
+// a copy, so a long reply or result is not held by the part kept.
 func (b *transcriptBudget) text(s, what string) string {
 	kept, more := clipEncoded(s, b.room)
 	b.room -= encodedLen(kept)
 	if more == 0 {
-		return s
+		return strings.Clone(s)
 	}
 	return kept + fmt.Sprintf("\n[agentenv: the transcript keeps %d bytes of a turn and %d of an episode; about %d more bytes of this %s were not kept]",
 		b.limits.TranscriptTurnBytes, b.limits.TranscriptBytes, more, what)
@@ -104,7 +114,7 @@ func (b *transcriptBudget) text(s, what string) string {
 func (b *transcriptBudget) arguments(args json.RawMessage) json.RawMessage {
 	if n := int64(len(args)); n <= b.room {
 		b.room -= n
-		return args
+		return bytes.Clone(args)
 	}
 	note, _ := json.Marshal(fmt.Sprintf("[agentenv: %d bytes of arguments were not kept in the transcript]", len(args)))
 	return note

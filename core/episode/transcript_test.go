@@ -2,11 +2,15 @@ package episode_test
 
 import (
 	"context"
+	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentenv/agentenv/core/episode"
+	"github.com/agentenv/agentenv/sdk"
+	"github.com/agentenv/agentenv/sdk/toolformat"
 )
 
 // With Transcripts on, the final Result holds the opening prompt, the
@@ -206,3 +210,43 @@ func TestTranscriptIsBounded(t *testing.T) {
 }
 
 func tail(s string) string { return s[max(0, len(s)-200):] }
+
+// sliceNamer reads one call per reply whose name is a slice of the reply,
+// as a parser that does not copy (qwen3_coder) returns it.
+type sliceNamer struct{}
+
+func (sliceNamer) Info() sdk.Info {
+	return sdk.Info{Name: "slices", Kind: sdk.KindToolFormat, Version: "1", Protocols: []int{sdk.ProtocolVersion}}
+}
+
+func (sliceNamer) Parse(_ context.Context, text string, _ []toolformat.Tool) (toolformat.Parsed, error) {
+	i := strings.Index(text, "add")
+	return toolformat.Parsed{Content: text[:i], Calls: []toolformat.Call{{Name: text[i : i+3], Arguments: json.RawMessage(`{"n": 0}`)}},
+		Unparsed: []toolformat.Unparsed{{Text: text[i:], Reason: "r"}}}, nil
+}
+
+// What the transcript keeps of a reply holds none of the reply itself: a
+// call's name, sliced from a 15 MiB reply, kept every reply alive (24
+// steps held 120 MiB with 8 MiB of transcript).
+func TestTranscriptHoldsNoReply(t *testing.T) {
+	dir := bundleFiles(t, nil, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
+	r := newRig(t, dir, rigOptions{tune: func(c *episode.Config) {
+		c.Transcripts = true
+		c.ToolFormat = func(string) (toolformat.Parser, error) { return toolformat.NewLocal(sliceNamer{}, nil), nil }
+	}})
+	ep := r.play(episode.Request{TaskID: "puzzle"})
+	r.start(ep)
+	heap := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	base := heap()
+	for range 24 {
+		r.step(ep, strings.Repeat("x", 4<<20)+"add")
+	}
+	if grew := int64(heap()-base) >> 20; grew > 24 {
+		t.Errorf("after 24 replies of 4 MiB the heap holds %d MiB more, want about the transcript's 8 MiB", grew)
+	}
+}
