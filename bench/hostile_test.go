@@ -102,7 +102,7 @@ func BenchmarkHostileReplies(b *testing.B) {
 			b.ReportMetric(float64(grew>>20), "peak-growth-MiB")
 			b.ReportMetric(float64(otherP99.Microseconds())/1e3, "other-p99-ms")
 			b.ReportMetric(float64(otherMax.Microseconds())/1e3, "other-max-ms")
-					b.ReportMetric(float64(floorP50.Microseconds())/1e3, "other-p50-alone-ms")
+			b.ReportMetric(float64(floorP50.Microseconds())/1e3, "other-p50-alone-ms")
 			b.ReportMetric(float64(otherMax)/float64(floorP50), "x-other-alone")
 		})
 	}
