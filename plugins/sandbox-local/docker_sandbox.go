@@ -43,6 +43,10 @@ const probeWait = 2 * time.Second
 // cleanupTimeout bounds removing what a failed deploy created.
 const cleanupTimeout = 30 * time.Second
 
+// createTimeout bounds one container creation, which a deploy waits out
+// even past its own deadline (so that it can remove what it made).
+const createTimeout = 2 * time.Minute
+
 // localhost is where sandbox ports are published: never other interfaces.
 var localhost = netip.MustParseAddr("127.0.0.1")
 
@@ -124,6 +128,12 @@ func (p *Plugin) deployDocker(ctx context.Context, spec sandbox.Spec) (sandbox.S
 	}
 	tNetwork := lap()
 	port, _ := network.PortFrom(uint16(spec.Port), network.TCP)
+	// The engine finishes a creation it was asked for even when the caller
+	// hangs up, and a big image's layer copy (vfs copies it whole) can take
+	// longer than any sweep after a deadline: so the creation is waited
+	// for, and what it made removed below when the deploy's time ran out.
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	defer ccancel()
 	create := func() (client.ContainerCreateResult, error) {
 		cc := &container.Config{Image: spec.Image, Env: containerEnv(spec, id), Labels: labels, ExposedPorts: network.PortSet{port: {}}}
 		hc := hostConfig(cfg, spec, img, name, port)
@@ -132,14 +142,14 @@ func (p *Plugin) deployDocker(ctx context.Context, spec sandbox.Spec) (sandbox.S
 		}
 		storage := eng.storageOpt(spec)
 		hc.StorageOpt = storage
-		res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		res, err := cli.ContainerCreate(cctx, client.ContainerCreateOptions{
 			Name: name, Config: cc, HostConfig: hc,
 			NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{name: {}}},
 		})
 		if err != nil && storage != nil && storageRefused(err) {
-			eng.storageUnsupported(ctx, cli, spec, err)
+			eng.storageUnsupported(cctx, cli, spec, err)
 			hc.StorageOpt = nil
-			res, err = cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+			res, err = cli.ContainerCreate(cctx, client.ContainerCreateOptions{
 				Name: name, Config: cc, HostConfig: hc,
 				NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{name: {}}},
 			})
@@ -157,6 +167,9 @@ func (p *Plugin) deployDocker(ctx context.Context, spec sandbox.Spec) (sandbox.S
 		return undo(fmt.Errorf("creating the container: %w", err))
 	}
 	h.Container = created.ID
+	if ctx.Err() != nil {
+		return undo(fmt.Errorf("creating the container (it took %s): %w", time.Since(phase).Round(time.Millisecond), ctx.Err()))
+	}
 	tCreate := lap()
 	for _, w := range created.Warnings {
 		p.log.Warn("docker", "id", id, "warning", w)
