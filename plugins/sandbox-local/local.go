@@ -8,7 +8,10 @@
 //     its port published on 127.0.0.1 only, with cpu, memory and pids
 //     limits, no capabilities, no-new-privileges, an init process and a
 //     read-only root. Every container and network carries the host's labels,
-//     so List finds them whichever plugin process created them.
+//     so List finds them whichever plugin process created them. A terminal
+//     env (a Harbor task) is its image's own container running agentenv's
+//     injected terminal binary instead of its entrypoint; a no-internet env
+//     has its default route taken out before its deploy returns.
 //   - Process mode, for envs with a command: a plain process on a free
 //     loopback port, in its own process group and temp dir. Every sandbox
 //     has a state file, written before the env starts, so a later plugin
