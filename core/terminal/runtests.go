@@ -161,8 +161,8 @@ func (s *Server) readReward(script string, exitCode int, tail string) (map[strin
 	scores := make(map[string]float64, len(raw))
 	for k, v := range raw {
 		var f float64
-		if err := json.Unmarshal(v, &f); err != nil {
-			return nil, causef(CauseBadReward, "reward.json's %q is %s, not a number", k, quoteShort(string(v)))
+		if err := json.Unmarshal(v, &f); err != nil || string(v) == "null" {
+			return nil, causef(CauseBadReward, "reward.json's %q is %s, not a number", k, cutShort(string(v)))
 		}
 		scores[k] = f
 	}
@@ -170,12 +170,14 @@ func (s *Server) readReward(script string, exitCode int, tail string) (map[strin
 }
 
 // quoteShort quotes s, cut to a length an error message can hold.
-func quoteShort(s string) string {
+func quoteShort(s string) string { return strconv.Quote(cutShort(s)) }
+
+func cutShort(s string) string {
 	const max = 100
 	if len(s) > max {
-		return strconv.Quote(s[:max]) + "..."
+		return strings.ToValidUTF8(s[:max], "") + "..."
 	}
-	return strconv.Quote(s)
+	return s
 }
 
 // within reports whether path is dir or inside it.
