@@ -47,7 +47,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := run(ctx, os.Args[1:], log); err != nil {
-		log.Error("exiting", "error", err)
+		// Plain text: a start-up error is read by a person, in a deploy's output.
+		fmt.Fprintf(os.Stderr, "agentenv-terminal: %v\n", err)
 		stop()
 		os.Exit(1)
 	}
