@@ -1,9 +1,12 @@
 package terminal
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -198,5 +201,34 @@ func TestEditorViewCut(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("view lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+// Edits made at once all land: each reads the file another just wrote.
+func TestEditorConcurrentEdits(t *testing.T) {
+	e := newEnv(t, Options{})
+	e.write(t, "list.txt", "")
+	const n = 12
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			text, isErr := e.call(t, ToolEditor, map[string]any{"command": "insert", "path": "list.txt", "insert_line": 0, "new_str": fmt.Sprintf("item %d", i)})
+			if isErr {
+				t.Errorf("insert %d: %s", i, text)
+			}
+		}()
+	}
+	wg.Wait()
+	lines := strings.Split(strings.TrimSuffix(e.file(t, "list.txt"), "\n"), "\n")
+	sort.Strings(lines)
+	want := make([]string, n)
+	for i := range n {
+		want[i] = fmt.Sprintf("item %d", i)
+	}
+	sort.Strings(want)
+	if strings.Join(lines, ",") != strings.Join(want, ",") {
+		t.Errorf("list.txt holds %v, want %v", lines, want)
 	}
 }

@@ -39,7 +39,7 @@ type outcome struct {
 // pipeGrace is how long output may keep arriving after the command itself
 // exits (its last children flushing); background processes that hold the
 // pipes longer are not waited for.
-const pipeGrace = 500 * time.Millisecond
+const pipeGrace = time.Second
 
 // run starts j in a process group of its own and waits for it, its timeout
 // or ctx, whichever comes first; at the timeout or ctx's end the whole
