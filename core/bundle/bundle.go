@@ -100,6 +100,8 @@ type Task struct {
 	Steps     []Step
 	Toolset   string         // id of the task's toolset
 	Seed      map[string]any // the seed line (numbers as json.Number); nil if not seeded
+	// Harbor is set for a task of a Harbor dataset (harbor.go).
+	Harbor *HarborTask
 }
 
 // Step is one step of a task. Steps of seeded tasks share unchanged parts
