@@ -19,15 +19,15 @@ rollout_func path:
 
 import math
 from collections import defaultdict
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List  # noqa: F401
 
-RolloutFunc = Callable[[List[str], "GRPOTrainer"], Dict[str, Any]]
+RolloutFunc = Callable[[list[str], "GRPOTrainer"], dict[str, Any]]
 
 
 class GRPOTrainer:
-    def __init__(self, model=None, reward_funcs=None, args=None, train_dataset=None, eval_dataset=None, processing_class=None,
-                 reward_processing_classes=None, callbacks=None, optimizers=(None, None), peft_config=None, tools=None,
-                 rollout_func: RolloutFunc = None, environment_factory=None):
+    def __init__(self, model, reward_funcs=None, args=None, train_dataset=None, eval_dataset=None, processing_class=None,
+                 reward_processing_classes=None, callbacks=None, optimizers=(None, None), quantization_config=None,
+                 peft_config=None, tools=None, rollout_func: RolloutFunc = None, environment_factory=None):
         self.reward_funcs = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
         self.reward_func_names = [f.__name__ for f in self.reward_funcs]
         self.args = args
