@@ -40,7 +40,9 @@ Generate = Callable[[Any, List[List[int]]], Tuple[List[List[int]], List[List[flo
 
 _SYSTEM = {"role": "system", "content": "agentenv"}
 _USER = {"role": "user", "content": "agentenv"}
-_ASSISTANT = {"role": "assistant", "content": "agentenv"}
+# With reasoning_content, templates that show a reply's reasoning only while
+# it is the last message (Qwen3's) render it the same once tool messages follow.
+_ASSISTANT = {"role": "assistant", "content": "agentenv", "reasoning_content": "agentenv"}
 
 
 def vllm_generate(trainer, contexts: List[List[int]]) -> Tuple[List[List[int]], List[List[float]]]:

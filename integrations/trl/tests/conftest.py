@@ -66,10 +66,11 @@ class Policy:
         return out, [[-0.5] * len(c) for c in out]
 
 
-def trainer(rows, policy, num_generations=1, **kw):
-    rollouts = AgentEnvRollouts(rows, generate=Policy(policy), **kw)
-    t = GRPOTrainer(model="m", reward_funcs=[rollouts.reward_func], args=Args(num_generations=num_generations),
-                    processing_class=TrlCharTokenizer(), rollout_func=rollouts)
+def trainer(rows, policy, num_generations=1, tokenizer=None, chat_template_kwargs=None, **kw):
+    tokenizer = tokenizer or TrlCharTokenizer()
+    rollouts = AgentEnvRollouts(rows, generate=Policy(policy, tokenizer), **kw)
+    args = Args(num_generations=num_generations, chat_template_kwargs=chat_template_kwargs or {})
+    t = GRPOTrainer(model="m", reward_funcs=[rollouts.reward_func], args=args, processing_class=tokenizer, rollout_func=rollouts)
     return t, rollouts
 
 
