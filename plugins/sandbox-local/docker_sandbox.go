@@ -268,7 +268,7 @@ func capDrop(spec sandbox.Spec) []string {
 func containerEnv(spec sandbox.Spec, id string) []string {
 	keys := make([]string, 0, len(spec.EnvVars))
 	for k := range spec.EnvVars {
-		if k != sandbox.EnvPort && k != sandbox.EnvSandboxID && (spec.Terminal == nil || k != envWorkdir) {
+		if k != sandbox.EnvPort && k != sandbox.EnvSandboxID && (spec.Terminal == nil || k != sandbox.EnvWorkdir) {
 			keys = append(keys, k)
 		}
 	}

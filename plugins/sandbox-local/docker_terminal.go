@@ -4,12 +4,10 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"debug/elf"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"time"
@@ -21,57 +19,34 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
-	"github.com/agentenv/agentenv/sdk/sandbox/noroute"
 )
 
 // terminalMount is where agentenv's terminal binary is bind-mounted
 // (read-only) in a container that runs it.
-const terminalMount = "/.agentenv/agentenv-terminal"
+const terminalMount = sandbox.TerminalMountPath
 
-// envWorkdir tells the terminal where the model's commands run.
-const envWorkdir = "AGENTENV_WORKDIR"
-
-// envTerminalBinary names the terminal binary for plugins not told by
-// their config (terminal_binary).
-const envTerminalBinary = "AGENTENV_TERMINAL_BINARY"
+// dropRoutesArg, as its only argument, makes the terminal binary take the
+// default routes out of its network namespace (cmd/agentenv-terminal's
+// droproutes.go): the no-route helper runs it so.
+const dropRoutesArg = "drop-default-routes"
 
 // findTerminal finds agentenv's terminal binary when the config names
-// none. A variable, so that sandbox.FindTerminalBinary (which also looks
-// beside the agentenv binary and on the plugin path) can take its place.
-var findTerminal = func() (string, error) {
-	bin := os.Getenv(envTerminalBinary)
-	if bin == "" {
-		return "", fmt.Errorf("no agentenv terminal binary: set $%s or the terminal_binary setting to its path; build it with `make build` or `CGO_ENABLED=0 go build -o bin/agentenv-terminal ./cmd/agentenv-terminal`", envTerminalBinary)
-	}
-	return checkTerminalBinary(bin)
-}
+// none (a variable for tests).
+var findTerminal = sandbox.FindTerminalBinary
 
-// checkTerminalBinary returns bin's absolute path (links resolved) once it
-// is a static executable: it runs in images whatever their libc, or none.
+// checkTerminalBinary returns bin's absolute path (links resolved, as a
+// bind mount needs it) once it is a static executable for this machine:
+// it runs in images whatever their libc, or none.
 func checkTerminalBinary(bin string) (string, error) {
+	if err := sandbox.CheckTerminalBinary(bin); err != nil {
+		return "", err
+	}
 	abs, err := filepath.Abs(bin)
 	if err == nil {
 		abs, err = filepath.EvalSymlinks(abs)
 	}
 	if err != nil {
 		return "", fmt.Errorf("terminal binary %s: %w", bin, err)
-	}
-	info, err := os.Stat(abs)
-	if err != nil {
-		return "", fmt.Errorf("terminal binary %s: %w", bin, err)
-	}
-	if !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0 {
-		return "", fmt.Errorf("terminal binary %s is not an executable file", bin)
-	}
-	f, err := elf.Open(abs)
-	if err != nil {
-		return "", fmt.Errorf("terminal binary %s is not a Linux executable (%v): build agentenv-terminal with GOOS=linux CGO_ENABLED=0", bin, err)
-	}
-	defer f.Close()
-	for _, prog := range f.Progs {
-		if prog.Type == elf.PT_INTERP {
-			return "", fmt.Errorf("terminal binary %s is linked dynamically, so it cannot run in images without its libc: build it with CGO_ENABLED=0 go build -o bin/agentenv-terminal ./cmd/agentenv-terminal", bin)
-		}
 	}
 	return abs, nil
 }
@@ -121,7 +96,7 @@ func withTerminal(cfg *container.Config, hc *container.HostConfig, bin, workdir 
 	cfg.Entrypoint = []string{terminalMount}
 	cfg.Cmd = nil // an entrypoint given at create drops the image's CMD too
 	cfg.WorkingDir = workdir
-	cfg.Env = append(cfg.Env, envWorkdir+"="+workdir)
+	cfg.Env = append(cfg.Env, sandbox.EnvWorkdir+"="+workdir)
 	hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: bin, Target: terminalMount, ReadOnly: true})
 }
 
@@ -214,7 +189,7 @@ func (p *Plugin) dropRoutes(ctx context.Context, cli *client.Client, id, ctr, bi
 	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name: name,
 		Config: &container.Config{Image: helperImage, User: "0:0", Labels: hl,
-			Entrypoint: []string{terminalMount, noroute.Arg}},
+			Entrypoint: []string{terminalMount, dropRoutesArg}},
 		HostConfig: &container.HostConfig{
 			NetworkMode:    container.NetworkMode("container:" + ctr),
 			CapDrop:        []string{"ALL"},
@@ -245,13 +220,13 @@ func (p *Plugin) dropRoutes(ctx context.Context, cli *client.Client, id, ctr, bi
 		status = r.StatusCode
 	case err := <-wait.Error:
 		if ctx.Err() != nil {
-			return fmt.Errorf("the no-route helper (%s %s) did not finish within %s: is %s agentenv's terminal binary?", terminalMount, noroute.Arg, helperTimeout, bin)
+			return fmt.Errorf("the no-route helper (%s %s) did not finish within %s: is %s agentenv's terminal binary?", terminalMount, dropRoutesArg, helperTimeout, bin)
 		}
 		return fmt.Errorf("waiting for the no-route helper: %w", err)
 	}
 	if status != 0 {
 		out := containerLogs(context.WithoutCancel(ctx), cli, created.ID)
-		return fmt.Errorf("the no-route helper (%s %s) exited %d: %s", bin, noroute.Arg, status, out)
+		return fmt.Errorf("the no-route helper (%s %s) exited %d: %s", bin, dropRoutesArg, status, out)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentenv/agentenv/plugins/sandbox-local/dockertest"
 	"github.com/agentenv/agentenv/sdk/sandbox"
@@ -35,24 +36,51 @@ var (
 	terminalErr  error
 )
 
-// terminalBin is the stand-in for agentenv's terminal binary
-// (testdata/terminalenv), built statically once per run.
-func terminalBin(t *testing.T) string {
+// terminalBin is agentenv's terminal binary (cmd/agentenv-terminal), and
+// standIn the stand-in that misbehaves (testdata/terminalenv), both built
+// statically once per run.
+func terminalBin(t *testing.T) (real, standIn string) {
 	t.Helper()
 	terminalOnce.Do(func() {
 		if terminalDir, terminalErr = os.MkdirTemp("", "sandbox-local-terminal-"); terminalErr != nil {
 			return
 		}
-		build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(terminalDir, "agentenv-terminal"), "./testdata/terminalenv")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			terminalErr = fmt.Errorf("building terminalenv: %v\n%s", err, out)
+		for out, src := range map[string]string{"agentenv-terminal": "../../cmd/agentenv-terminal", "terminalenv": "./testdata/terminalenv"} {
+			build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(terminalDir, out), src)
+			build.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if msg, err := build.CombinedOutput(); err != nil {
+				terminalErr = fmt.Errorf("building %s: %v\n%s", src, err, msg)
+				return
+			}
 		}
 	})
 	if terminalErr != nil {
 		t.Fatal(terminalErr)
 	}
-	return filepath.Join(terminalDir, "agentenv-terminal")
+	return filepath.Join(terminalDir, "agentenv-terminal"), filepath.Join(terminalDir, "terminalenv")
+}
+
+// shell runs command through the terminal's shell tool at endpoint, as the
+// model does, and returns the tool's text.
+func shell(t *testing.T, endpoint, command string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint + "/mcp"}, nil)
+	if err != nil {
+		t.Fatalf("connecting to the terminal at %s: %v", endpoint, err)
+	}
+	defer s.Close()
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "shell", Arguments: map[string]any{"command": command}})
+	if err != nil || len(res.Content) == 0 {
+		t.Fatalf("shell %q: %v", command, err)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if res.IsError {
+		t.Fatalf("shell %q: tool error: %s", command, text)
+	}
+	return text
 }
 
 // needHarborBase skips (fails under CI=true) without the Harbor base image.
@@ -127,7 +155,7 @@ func hasDefaultRoute(t *testing.T, table string) (def, any bool) {
 // the host's labels; and it has a route out unless told otherwise.
 func TestDockerTerminal(t *testing.T) {
 	cli := dockertest.Client(t)
-	bin := terminalBin(t)
+	bin, standIn := terminalBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	p := newDockerPlugin(t, map[string]any{"terminal_binary": bin})
@@ -158,11 +186,12 @@ func TestDockerTerminal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.spec.Labels = map[string]string{testRunLabel: testRun, sandbox.LabelEpisode: "ep-terminal"}
 			sb := deploy(t, p, tc.spec)
-			if got, want := httpGet(t, sb.Endpoint+"/env"), fmt.Sprintf("workdir=%s\ncwd=%s\n", tc.workdir, tc.workdir); got != want {
-				t.Errorf("the terminal's workdir and cwd: %q, want %q", got, want)
-			}
-			if got := httpGet(t, sb.Endpoint+"/mcp"); got != "terminalenv\n" {
-				t.Errorf("/mcp answered %q", got)
+			if tc.shell {
+				// The model's view: its commands run in the workdir, as root.
+				want := fmt.Sprintf("stdout:\n%s\n%s\nroot\n", tc.workdir, tc.workdir)
+				if got := shell(t, sb.Endpoint, `pwd; echo "$AGENTENV_WORKDIR"; id -un; touch /etc/agentenv-probe`); !strings.Contains(got, want) {
+					t.Errorf("the shell tool answered %q, want %q in it", got, want)
+				}
 			}
 			var h dockerHandle
 			_ = json.Unmarshal(sb.State, &h)
@@ -181,7 +210,8 @@ func TestDockerTerminal(t *testing.T) {
 			}{
 				{"the terminal mounted read-only", mounted},
 				{"the terminal as the entrypoint, no arguments", len(cfg.Entrypoint) == 1 && cfg.Entrypoint[0] == terminalMount && len(cfg.Cmd) == 0},
-				{"AGENTENV_WORKDIR and AGENTENV_PORT set", contains(cfg.Env, envWorkdir+"="+tc.workdir) && contains(cfg.Env, "AGENTENV_PORT=18765")},
+				{"AGENTENV_WORKDIR and AGENTENV_PORT set", contains(cfg.Env, sandbox.EnvWorkdir+"="+tc.workdir) && contains(cfg.Env, "AGENTENV_PORT=18765")},
+				{"the workdir as the container's", cfg.WorkingDir == tc.workdir},
 				{"a writable root, no tmpfs over /tmp", !hc.ReadonlyRootfs && len(hc.Tmpfs) == 0},
 				{"the engine's default capabilities", len(hc.CapDrop) == 0 && len(hc.CapAdd) == 0},
 				{"limits from the spec", hc.NanoCPUs == int64(tc.spec.CPU*1e9) && hc.Memory == int64(tc.spec.MemoryMB)<<20},
@@ -193,11 +223,7 @@ func TestDockerTerminal(t *testing.T) {
 				}
 			}
 			if tc.shell {
-				r, err := p.Exec(ctx, sb, []string{"sh", "-c", "touch /etc/agentenv-probe && pwd"})
-				if err != nil || r.ExitCode != 0 || strings.TrimSpace(r.Stdout) != tc.workdir {
-					t.Errorf("exec as the task's root in its workdir: %+v, %v", r, err)
-				}
-				r, err = p.Exec(ctx, sb, []string{"cat", "/proc/net/route"})
+				r, err := p.Exec(ctx, sb, []string{"cat", "/proc/net/route"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -213,10 +239,12 @@ func TestDockerTerminal(t *testing.T) {
 			}
 		})
 	}
+	// The stand-in, for terminals that misbehave.
+	ps := newDockerPlugin(t, map[string]any{"terminal_binary": standIn})
 	t.Run("a terminal that exits", func(t *testing.T) {
 		bad := scratch
 		bad.EnvVars = map[string]string{"TERMINALENV_FAIL": "1"}
-		_, err := p.Deploy(ctx, bad)
+		_, err := ps.Deploy(ctx, bad)
 		if err == nil || !strings.Contains(err.Error(), "exited (status 3) before listening") || !strings.Contains(err.Error(), "failing to start as asked") {
 			t.Fatalf("Deploy = %v, want the exit and the terminal's output", err)
 		}
@@ -229,7 +257,7 @@ func TestDockerTerminal(t *testing.T) {
 		silent.EnvVars = map[string]string{"TERMINALENV_SILENT": "1"}
 		short, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
-		if _, err := p.Deploy(short, silent); err == nil || !strings.Contains(err.Error(), "not listening on port 18765") {
+		if _, err := ps.Deploy(short, silent); err == nil || !strings.Contains(err.Error(), "not listening on port 18765") {
 			t.Fatalf("Deploy = %v, want it not listening", err)
 		}
 		waitFor(t, func() bool { return len(dockerLeft(cli)) == 0 }, "the deploy's objects to go")
@@ -258,7 +286,7 @@ func contains(list []string, s string) bool {
 // cannot do it fails the deploy, leaving nothing.
 func TestDockerNoInternet(t *testing.T) {
 	cli := dockertest.Client(t)
-	bin := terminalBin(t)
+	bin, _ := terminalBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	p := newDockerPlugin(t, map[string]any{"terminal_binary": bin})
@@ -289,10 +317,12 @@ func TestDockerNoInternet(t *testing.T) {
 			t.Fatal(err)
 		}
 		sb := deploy(t, p, spec)
-		onlyOwnRoute(sb, routes(sb, "cat", "/proc/net/route"))
-		if got := httpGet(t, sb.Endpoint+"/mcp"); got != "terminalenv\n" {
-			t.Errorf("the host reached /mcp: %q", got)
+		// The model's view, through the terminal the host reaches.
+		table, ok := strings.CutPrefix(shell(t, sb.Endpoint, "cat /proc/net/route"), "exit code: 0\nstdout:\n")
+		if !ok {
+			t.Fatalf("shell cat /proc/net/route: %q", table)
 		}
+		onlyOwnRoute(sb, table)
 		var h dockerHandle
 		_ = json.Unmarshal(sb.State, &h)
 		ins, err := cli.ContainerInspect(ctx, h.Container, client.ContainerInspectOptions{})

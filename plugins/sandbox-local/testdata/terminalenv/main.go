@@ -1,11 +1,11 @@
 // Command terminalenv stands in for agentenv's terminal binary
 // (cmd/agentenv-terminal) in the Docker-mode tests: built statically and
 // bind-mounted into a task's container, it is run as the container's
-// entrypoint. It answers HTTP on 0.0.0.0:$AGENTENV_PORT: /mcp says it is
-// the terminal, /env prints $AGENTENV_WORKDIR and its working dir. Run as
-// `terminalenv drop-default-routes` it does what the terminal binary does
-// for NoInternet. TERMINALENV_FAIL=1 makes it exit 3 before listening;
-// TERMINALENV_SILENT=1 makes it start but never listen.
+// entrypoint, in the tests of terminals that misbehave (the real one,
+// cmd/agentenv-terminal, serves the others). It answers HTTP on
+// 0.0.0.0:$AGENTENV_PORT: /mcp says it is the terminal, /env prints
+// $AGENTENV_WORKDIR and its working dir. TERMINALENV_FAIL=1 makes it exit 3
+// before listening; TERMINALENV_SILENT=1 makes it start but never listen.
 package main
 
 import (
@@ -14,14 +14,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-
-	"github.com/agentenv/agentenv/sdk/sandbox/noroute"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == noroute.Arg {
-		os.Exit(noroute.Main(os.Stdout))
-	}
 	if os.Getenv("TERMINALENV_FAIL") == "1" {
 		fmt.Fprintln(os.Stderr, "terminalenv: failing to start as asked")
 		os.Exit(3)

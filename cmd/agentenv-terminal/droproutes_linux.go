@@ -1,17 +1,17 @@
-package noroute
+package main
 
 import (
-	"encoding/binary"
+	endian "encoding/binary"
 	"fmt"
 	"os"
 	"syscall"
 	"unsafe"
 )
 
-// DropDefaultRoutes removes every IPv4 and IPv6 route with an empty
+// dropDefaultRoutes removes every IPv4 and IPv6 route with an empty
 // destination prefix (a default route, in any table but the kernel's local
 // one), then checks that none is left. It returns how many it removed.
-func DropDefaultRoutes() (int, error) {
+func dropDefaultRoutes() (int, error) {
 	removed := 0
 	for _, family := range []int{syscall.AF_INET, syscall.AF_INET6} {
 		routes, err := defaultRoutes(family)
@@ -72,10 +72,10 @@ func deleteRoute(body []byte) error {
 		return os.NewSyscallError("bind", err)
 	}
 	msg := make([]byte, syscall.NLMSG_HDRLEN+len(body))
-	binary.NativeEndian.PutUint32(msg[0:4], uint32(len(msg)))
-	binary.NativeEndian.PutUint16(msg[4:6], syscall.RTM_DELROUTE)
-	binary.NativeEndian.PutUint16(msg[6:8], syscall.NLM_F_REQUEST|syscall.NLM_F_ACK)
-	binary.NativeEndian.PutUint32(msg[8:12], 1)
+	endian.NativeEndian.PutUint32(msg[0:4], uint32(len(msg)))
+	endian.NativeEndian.PutUint16(msg[4:6], syscall.RTM_DELROUTE)
+	endian.NativeEndian.PutUint16(msg[6:8], syscall.NLM_F_REQUEST|syscall.NLM_F_ACK)
+	endian.NativeEndian.PutUint32(msg[8:12], 1)
 	copy(msg[syscall.NLMSG_HDRLEN:], body)
 	if err := syscall.Sendto(fd, msg, 0, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK}); err != nil {
 		return os.NewSyscallError("sendto", err)
@@ -94,7 +94,7 @@ func deleteRoute(body []byte) error {
 			if m.Header.Type != syscall.NLMSG_ERROR || len(m.Data) < 4 {
 				continue
 			}
-			errno := -int32(binary.NativeEndian.Uint32(m.Data[0:4]))
+			errno := -int32(endian.NativeEndian.Uint32(m.Data[0:4]))
 			switch {
 			case errno == 0:
 				return nil
