@@ -55,6 +55,9 @@ func TestFailuresTearDown(t *testing.T) {
 		play  func(t *testing.T, r *rig, ep episode.Episode) error
 		code  episode.Code
 		wants []string
+		// brief is what a remote client is told (Error.Brief), when it is
+		// not the whole error: never the env's address.
+		brief []string
 	}{
 		{
 			name: "env fails to start", vars: map[string]string{"TESTENV_FAIL_START": "1"},
@@ -105,6 +108,7 @@ func TestFailuresTearDown(t *testing.T) {
 				return err
 			},
 			code: episode.CodeExecution, wants: []string{`env "testenv"`, "calling crash"},
+			brief: []string{`env "testenv" (sandbox local-`, `): the call of crash got no answer: the env closed the connection`},
 		},
 		{
 			name: "tool call past its deadline",
@@ -115,6 +119,7 @@ func TestFailuresTearDown(t *testing.T) {
 				return err
 			},
 			code: episode.CodeExecution, wants: []string{"calling sleep", "no answer within 500ms"},
+			brief: []string{`env "testenv" (sandbox local-`, `): the call of sleep got no answer: it did not answer in time`},
 		},
 		{
 			name: "grading tool errors", vars: map[string]string{"TESTENV_GRADE_ERROR": "1"},
@@ -153,7 +158,7 @@ func TestFailuresTearDown(t *testing.T) {
 				_, err := ep.Step(ctx, sleepCall)
 				return err
 			},
-			code: episode.CodeExecution, wants: []string{"calling sleep"},
+			code: episode.CodeExecution, wants: []string{"calling sleep"}, brief: []string{"the call of sleep got no answer"},
 		},
 		{
 			name: "context cancelled during Start", vars: map[string]string{"TESTENV_START_DELAY": "1m"},
@@ -194,7 +199,7 @@ func TestFailuresTearDown(t *testing.T) {
 				_, err := ep.Step(context.Background(), sleepCall)
 				return err
 			},
-			code: episode.CodeExecution, wants: []string{"calling sleep"},
+			code: episode.CodeExecution, wants: []string{"calling sleep"}, brief: []string{"the call of sleep got no answer: the call was cancelled"},
 		},
 	}
 	for _, tc := range tests {
@@ -221,6 +226,22 @@ func TestFailuresTearDown(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not mention %q", err, w)
 				}
+			}
+			var epErr *episode.Error
+			if !errors.As(err, &epErr) {
+				t.Fatalf("%T is no *episode.Error", err)
+			}
+			brief, ok := epErr.Brief()
+			if ok != (tc.brief != nil || tc.code == episode.CodeDeploy) {
+				t.Errorf("Brief() = %q, %v", brief, ok)
+			}
+			for _, w := range tc.brief {
+				if !strings.Contains(brief, w) {
+					t.Errorf("brief %q does not say %q", brief, w)
+				}
+			}
+			if strings.Contains(brief, "127.0.0.1") || strings.Contains(brief, "/mcp") {
+				t.Errorf("brief %q shows the env's address", brief)
 			}
 			if d := time.Since(start); d > 20*time.Second {
 				t.Errorf("failing took %s", d)

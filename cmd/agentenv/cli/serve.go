@@ -99,6 +99,9 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 		if token == "" {
 			return tokenVarError(o.TokenVar)
 		}
+		if w := shortTokenWarning(token); w != "" {
+			log.Warn(w)
+		}
 		// No child (env builds, plugins, envs) inherits it, and it is
 		// blanked in /proc/<pid>/environ too (environ_linux.go).
 		if err := scrubEnv(o.TokenVar); err != nil {

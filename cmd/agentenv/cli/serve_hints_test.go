@@ -4,6 +4,7 @@ import (
 	"net"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -31,4 +32,18 @@ func TestListenErrorSuggestsAFreePort(t *testing.T) {
 		t.Fatalf("the suggested port %s is not free: %v (%s)", m[1], err, msg)
 	}
 	ln.Close()
+}
+
+// A short token is warned about by its length, never shown.
+func TestShortTokenWarning(t *testing.T) {
+	for token, want := range map[string]string{
+		"hunter2":                          "the token has 7 characters",
+		"0123456789abcdef0123456789abcde":  "the token has 31 characters",
+		"0123456789abcdef0123456789abcdef": "",
+	} {
+		got := shortTokenWarning(token)
+		if (want == "") != (got == "") || !strings.Contains(got, want) || (got != "" && strings.Contains(got, token)) {
+			t.Errorf("shortTokenWarning(%q) = %q, want %q", token, got, want)
+		}
+	}
 }
