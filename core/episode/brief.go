@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentenv/agentenv/core/envclient"
 	"github.com/agentenv/agentenv/core/pluginhost"
+	"github.com/agentenv/agentenv/core/threadlimit"
 )
 
 // briefError is a failure whose detail (server paths, an env's command
@@ -22,10 +23,24 @@ type briefError struct {
 func (b *briefError) Error() string { return b.err.Error() }
 func (b *briefError) Unwrap() error { return b.err }
 
-// withBrief wraps err with what a remote client may be told.
+// withBrief wraps err with what a remote client may be told. An
+// infrastructure failure while the machine is out of threads (live envs'
+// threads count against kernel.pid_max) says so in both: that is why
+// forks and thread starts failed, and envs died (core/threadlimit).
 func withBrief(err error, format string, args ...any) error {
-	return &briefError{brief: fmt.Sprintf(format, args...), err: err}
+	brief := fmt.Sprintf(format, args...)
+	var inner *briefError
+	if !errors.As(err, &inner) { // an outer brief repeats the inner's
+		if l, ok := exhaustedThreads(); ok {
+			err = fmt.Errorf("%w; %s", err, l.Note())
+			brief += "; " + l.Note()
+		}
+	}
+	return &briefError{brief: brief, err: err}
 }
+
+// exhaustedThreads is threadlimit.Exhausted, replaced by tests.
+var exhaustedThreads = threadlimit.Exhausted
 
 // Brief is what a remote client is told of a failure whose detail is the
 // server's: a DEPLOY_FAILED one, or an env that stopped answering a call

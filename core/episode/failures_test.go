@@ -10,6 +10,7 @@ import (
 	"github.com/agentenv/agentenv/core/bundle"
 	"github.com/agentenv/agentenv/core/episode"
 	"github.com/agentenv/agentenv/core/testenv/testenvbuild"
+	"github.com/agentenv/agentenv/core/threadlimit"
 	"github.com/agentenv/agentenv/sdk/sandbox"
 )
 
@@ -339,6 +340,51 @@ func TestFailedToolsetListingIsRemembered(t *testing.T) {
 			}
 			if n := r.driver.deploys.Load(); n != tc.wants {
 				t.Fatalf("%d listings deployed %d times, want %d", tc.gets, n, tc.wants)
+			}
+		})
+	}
+}
+
+// A deploy or env call that fails while the machine is out of threads
+// names that as the cause, to the log and to the client (127 steps failed
+// as a bare EXECUTION_ERROR when 3,000 live envs ran a 16-core machine
+// into kernel.pid_max).
+func TestFailuresNameThreadExhaustion(t *testing.T) {
+	pidMax := threadlimit.Limit{Name: "kernel.pid_max", Max: 32768, Used: 32750, Raise: "sysctl -w kernel.pid_max=4194304"}
+	for _, tc := range []struct {
+		name string
+		vars map[string]string
+	}{
+		{"deploy", map[string]string{"TESTENV_FAIL_START": "1"}},
+		{"env call", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, bundleFiles(t, tc.vars, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)}), rigOptions{})
+			ep, err := r.engine.Play(episode.Request{TaskID: "puzzle"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Set once the deploy is under way: the env's own start (in
+			// the "env call" case) must not see it.
+			var out bool
+			defer episode.SetExhaustedThreads(func() (threadlimit.Limit, bool) { return pidMax, out })()
+			if tc.name == "env call" {
+				r.start(ep)
+				out = true
+				_, err = ep.Step(context.Background(), call("crash", map[string]any{}))
+			} else {
+				out = true
+				_, err = ep.Start(context.Background())
+			}
+			var epErr *episode.Error
+			if !errors.As(err, &epErr) {
+				t.Fatalf("err %v", err)
+			}
+			brief, _ := epErr.Brief()
+			for what, msg := range map[string]string{"error": err.Error(), "brief": brief} {
+				if strings.Count(msg, "the machine is out of threads: 32750 in use, kernel.pid_max is 32768 (raise it: sysctl -w kernel.pid_max=4194304") != 1 {
+					t.Errorf("%s %q does not name the cause once", what, msg)
+				}
 			}
 		})
 	}

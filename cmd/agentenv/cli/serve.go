@@ -116,6 +116,9 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 	if err != nil {
 		return fmt.Errorf("--sandbox-config: %w", err)
 	}
+	if w := threadWarning(o.Sandbox, o.MaxConcurrentEnvs); w != "" {
+		log.Warn(w)
+	}
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return listenError(o.Addr, err)

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"runtime"
 	"strconv"
 	"syscall"
+
+	"github.com/agentenv/agentenv/core/threadlimit"
 )
 
 // listenError words a failed listen, suggesting --addr when the address
@@ -78,4 +81,20 @@ func tokenVarError(name string) error {
 		return fmt.Errorf("--token-var %s: the variable is empty or unset; put the token in it, or drop --token-var to serve without one", name)
 	}
 	return errors.New("--token-var takes the name of the environment variable that holds the token (e.g. AGENTENV_TOKEN), not the token; the value given names no set variable and is not shown here in case it is the token itself")
+}
+
+// threadWarning warns when --max-concurrent-envs envs run on this machine
+// could pass a bound on its threads (kernel.pid_max, threads-max, a
+// cgroup's pids.max, ulimit -u): 3,000 process envs on 16 cores passed
+// the default pid_max and 127 steps failed. Envs of the ecs and k8s
+// sandboxes run elsewhere.
+func threadWarning(sandboxName string, maxEnvs int) string {
+	if sandboxName == "ecs" || sandboxName == "k8s" {
+		return ""
+	}
+	ls := threadlimit.Limits()
+	if l, ok := threadlimit.NprocLimit(); ok {
+		ls = append(ls, l)
+	}
+	return threadlimit.Warning(ls, maxEnvs, threadlimit.PerEnv(runtime.NumCPU()))
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"net"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -45,5 +46,27 @@ func TestShortTokenWarning(t *testing.T) {
 		if (want == "") != (got == "") || !strings.Contains(got, want) || (got != "" && strings.Contains(got, token)) {
 			t.Errorf("shortTokenWarning(%q) = %q, want %q", token, got, want)
 		}
+	}
+}
+
+// serve warns about threads only for sandboxes that run envs on this
+// machine, and only past a bound: as many envs as kernel.pid_max allows
+// tasks pass it whatever each env holds; one env passes nothing.
+func TestThreadWarning(t *testing.T) {
+	if _, err := os.Stat("/proc/sys/kernel/pid_max"); err != nil {
+		t.Skip("no /proc/sys/kernel/pid_max here")
+	}
+	b, _ := os.ReadFile("/proc/sys/kernel/pid_max")
+	pidMax, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if w := threadWarning("local", pidMax); !strings.Contains(w, "this machine may run out of threads") || !strings.Contains(w, "kernel.pid_max is") {
+		t.Errorf("local, %d envs: %q", pidMax, w)
+	}
+	for _, sb := range []string{"ecs", "k8s"} {
+		if w := threadWarning(sb, pidMax); w != "" {
+			t.Errorf("%s: %q", sb, w)
+		}
+	}
+	if w := threadWarning("local", 1); w != "" {
+		t.Errorf("local, 1 env: %q", w)
 	}
 }
