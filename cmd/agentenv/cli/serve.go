@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
@@ -147,7 +148,7 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 	}
 	var dirErr *transcript.DirError
 	if errors.As(err, &dirErr) {
-		return fmt.Errorf("--record %s: %w; give a directory agentenv can write to, or leave --record out", o.Record, err)
+		return recordDirError(o.Record, dirErr)
 	}
 	if err != nil {
 		return sandboxConfigHint(err, o.SandboxConfig)
@@ -167,4 +168,13 @@ func (o serveOptions) transcripts() (serve.Transcripts, error) {
 		return serve.Transcripts{}, nil
 	}
 	return serve.Transcripts{Dir: o.Record, MaxFileBytes: int64(o.RecordFileMB) << 20, Queue: o.RecordQueue}, nil
+}
+
+// recordDirError says what to do about a --record directory serve cannot
+// use: another one, or (in use) another one or the other server stopped.
+func recordDirError(dir string, err *transcript.DirError) error {
+	if err.InUse {
+		return fmt.Errorf("--record %s: %w; give this server a directory of its own (--record %s-2), or stop the other server first", dir, err, filepath.Clean(dir))
+	}
+	return fmt.Errorf("--record %s: %w; give a directory agentenv can write to, or leave --record out", dir, err)
 }

@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"errors"
 	"net"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentenv/agentenv/core/transcript"
 )
 
 // The port-in-use hint suggests a port that is free, on the same host, and
@@ -68,5 +71,29 @@ func TestThreadWarning(t *testing.T) {
 	}
 	if w := threadWarning("local", 1); w != "" {
 		t.Errorf("local, 1 env: %q", w)
+	}
+}
+
+// A --record directory another server holds gets a hint about that, not
+// the one for an unwritable directory.
+func TestRecordDirError(t *testing.T) {
+	dir := t.TempDir()
+	w, err := transcript.NewWriter(transcript.WriterOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	_, err = transcript.NewWriter(transcript.WriterOptions{Dir: dir})
+	var de *transcript.DirError
+	if !errors.As(err, &de) {
+		t.Fatalf("second writer: %v", err)
+	}
+	msg := recordDirError(dir, de).Error()
+	if !strings.Contains(msg, "is in use by another agentenv serve") || !strings.Contains(msg, "--record "+dir+"-2), or stop the other server first") || strings.Contains(msg, "can write to") {
+		t.Errorf("in use: %s", msg)
+	}
+	unwritable := &transcript.DirError{Dir: "/x", Reason: "cannot be made", Err: errors.New("not a directory")}
+	if msg := recordDirError("/x", unwritable).Error(); !strings.Contains(msg, "give a directory agentenv can write to") {
+		t.Errorf("unwritable: %s", msg)
 	}
 }
