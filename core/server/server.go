@@ -214,6 +214,7 @@ func (s *Server) routes() http.Handler {
 	s.mux = mux
 	auth := func(h http.HandlerFunc) http.Handler { return s.requireToken(h) }
 	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.HandleFunc("GET /livez", s.handleLive)
 	mux.Handle("GET /metadata", auth(s.handleMetadata))
 	mux.Handle("GET /schema", auth(s.handleSchema))
 	mux.Handle("GET /openapi.json", auth(s.handleOpenAPI))
@@ -316,6 +317,14 @@ func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "healthy"})
+}
+
+// handleLive answers 200 while the process serves HTTP at all: preparing,
+// serving or draining. It is the liveness probe's: /health answers 503
+// while the envs build or the server drains, and a liveness probe on it
+// killed a pod whose first env build was slow.
+func (s *Server) handleLive(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "alive"})
 }
 
 func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
