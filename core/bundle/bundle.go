@@ -54,6 +54,8 @@ type Bundle struct {
 	Envs        map[string]*Env
 	Tasks       []*Task  // every task, in the order of split "all"
 	Splits      []*Split // "all" first, then one per eval file, by name
+	// Harbor: the bundle is a Harbor dataset (harbor.go), read as it is.
+	Harbor bool
 	// Warnings are harmless oddities (no README.md, an env no task uses).
 	Warnings []string
 
@@ -100,6 +102,8 @@ type Task struct {
 	Steps     []Step
 	Toolset   string         // id of the task's toolset
 	Seed      map[string]any // the seed line (numbers as json.Number); nil if not seeded
+	// Harbor is set for a task of a Harbor dataset (harbor.go).
+	Harbor *HarborTask
 }
 
 // Step is one step of a task. Steps of seeded tasks share unchanged parts
