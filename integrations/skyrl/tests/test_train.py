@@ -114,7 +114,9 @@ def test_train_outside_skyrl_says_where_to_run_it(tmp_path):
     import sys
 
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(train.__file__)))
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": pkg, "HOME": str(tmp_path)}
+    # agentenv_skyrl and what it installs with (agentenv_episode), nothing of SkyRL's.
+    episode = os.path.join(os.path.dirname(pkg), "episode")
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join([pkg, episode]), "HOME": str(tmp_path)}
     probe = subprocess.run([sys.executable, "-c", "import ray"], env=env, capture_output=True)
     if probe.returncode == 0:
         pytest.skip("this Python has a real ray: not outside SkyRL's environment")
