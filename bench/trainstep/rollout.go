@@ -149,6 +149,8 @@ func playRollout(ctx context.Context, o options, c *client.Client, index int, la
 		if errors.Is(err, client.CodeValidation) || errors.Is(err, client.CodeNotFound) || ctx.Err() != nil {
 			return rollout{}, err // the request's fault: no replay helps
 		}
+		// Each replay says why, so a run's replays can be explained.
+		fmt.Fprintf(os.Stderr, "replay: rollout %s attempt %d: %v\n", label, attempt, err)
 		last = err
 	}
 	return rollout{wall: time.Since(start), attempts: o.attempts, failed: true}, fmt.Errorf("rollout %s failed %d attempts: %w", label, o.attempts, last)

@@ -257,6 +257,27 @@ func TestLoadCollectsAndCapsProblems(t *testing.T) {
 	}
 }
 
+// A bundle folder that does not exist is named with the folder beside it
+// the user probably meant (serve examples/gridsm gave a raw stat error),
+// or the folders there.
+func TestLoadMissingFolderSuggests(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"gridsim", "inbox"} {
+		if err := os.Mkdir(filepath.Join(dir, f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, want := range map[string]string{
+		"gridsm":  "gridsm: no such folder; did you mean " + filepath.Join(dir, "gridsim") + "?",
+		"another": "another: no such folder (the folders in " + dir + ": gridsim, inbox)",
+	} {
+		_, err := Load(filepath.Join(dir, name), Options{})
+		if err == nil || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "stat ") {
+			t.Errorf("Load(%s) = %v, want %q", name, err, want)
+		}
+	}
+}
+
 func TestLoadNotAFolder(t *testing.T) {
 	if _, err := Load(filepath.Join(t.TempDir(), "missing"), Options{}); err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing folder: got %v, want a not-exist error", err)

@@ -334,7 +334,8 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 		if err != nil {
 			// The sandbox id names where the env ran (a pod, a container) so
 			// an env that died mid-episode can be looked up.
-			return &Error{Code: CodeExecution, Err: fmt.Errorf("env %q (sandbox %s): %w", o.env.name, o.env.sb.ID, err), Cause: causeOf(err, CauseEnvCrashed)}
+			return &Error{Code: CodeExecution, Cause: causeOf(err, CauseEnvCrashed),
+				Err: callFailure(fmt.Errorf("env %q (sandbox %s): %w", o.env.name, o.env.sb.ID, err), o.env.name, o.env.sb.ID, "the call of "+c.Name)}
 		}
 		prefix := ""
 		if res.IsError {

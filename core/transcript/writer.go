@@ -121,6 +121,9 @@ type DirError struct {
 	Dir    string
 	Reason string // "cannot be made", "is not writable"
 	Err    error
+	// InUse: another server writes there (its lock is held); the
+	// directory itself is fine.
+	InUse bool
 }
 
 func (e *DirError) Error() string {
@@ -149,7 +152,7 @@ func lockDir(dir string) (*os.File, error) {
 			if pid := strings.TrimSpace(string(held)); pid != "" { // empty while its holder writes it
 				who += " (pid " + pid + ")"
 			}
-			return nil, &DirError{Dir: dir, Reason: "is in use by " + who,
+			return nil, &DirError{Dir: dir, Reason: "is in use by " + who, InUse: true,
 				Err: errors.New("each server needs a --record directory of its own (agentenv transcripts reads several at once)")}
 		}
 		return nil, &DirError{Dir: dir, Reason: "cannot be locked", Err: err}

@@ -137,7 +137,7 @@ type frame struct {
 	JS                  template.JS
 	Open                bool
 	RefreshMS           int64
-	Failed              bool
+	LoginProblem        string
 	Data                any
 }
 
@@ -175,10 +175,10 @@ func (p *Page) render(w http.ResponseWriter, status int, name string, f *frame) 
 	w.Write(buf.Bytes()) //nolint:errcheck // the browser may be gone
 }
 
-func (p *Page) login(w http.ResponseWriter, _ *http.Request, status int, failed bool) {
+func (p *Page) login(w http.ResponseWriter, _ *http.Request, status int, problem string) {
 	f := p.frame("Log in", nil)
 	// Nothing of the server before the token: not even the bundle's name.
-	f.Failed, f.Bundle, f.Open = failed, "", true
+	f.LoginProblem, f.Bundle, f.Open = problem, "", true
 	p.render(w, status, "login", f)
 }
 
