@@ -54,6 +54,8 @@ type Bundle struct {
 	Envs        map[string]*Env
 	Tasks       []*Task  // every task, in the order of split "all"
 	Splits      []*Split // "all" first, then one per eval file, by name
+	// Harbor: the bundle is a Harbor dataset (harbor.go), read as it is.
+	Harbor bool
 	// Warnings are harmless oddities (no README.md, an env no task uses).
 	Warnings []string
 

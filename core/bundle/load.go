@@ -74,6 +74,7 @@ func Load(dir string, opts Options) (*Bundle, error) {
 		ps.add(filepath.Join(dir, "README.md"), 0, "cannot read: %v", err)
 	}
 	if harbor {
+		b.Harbor = true
 		loadHarbor(b, dir, abs, ps)
 		if err := ps.err(dir); err != nil {
 			return nil, err

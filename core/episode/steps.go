@@ -410,5 +410,15 @@ func (ep *episode) reward(ctx context.Context) (float64, error) {
 			return v, nil
 		}
 	}
-	return 0, fmt.Errorf("task %s has %d scores and no reward combines them", ep.task.ID, len(ep.scores))
+	return 0, fmt.Errorf("task %s has %d scores (%s) and no reward combines them: serve with --reward mean, or --reward score:<name> to pick one",
+		ep.task.ID, len(ep.scores), strings.Join(sortedScoreNames(ep.scores), ", "))
+}
+
+func sortedScoreNames(scores map[string]float64) []string {
+	names := make([]string, 0, len(scores))
+	for k := range scores {
+		names = append(names, k)
+	}
+	sortStrings(names)
+	return names
 }

@@ -104,7 +104,7 @@ func checkTask(ctx context.Context, eng *episode.Engine, t *bundle.Task, format 
 		row.Error = "no solution/solve.sh: nothing to check the task with"
 		return row
 	}
-	calls, err := solutionCalls(t.Harbor.SolutionDir, t.Harbor.SolutionEnv)
+	calls, err := SolutionReply(t.Harbor.SolutionDir, t.Harbor.SolutionEnv)
 	if err != nil {
 		row.Error = fmt.Sprintf("reading the solution: %v", err)
 		return row
@@ -169,10 +169,10 @@ func play(ctx context.Context, eng *episode.Engine, task, format, reply string) 
 	return ep.Result(), obs.Reward, out, nil
 }
 
-// solutionCalls is the oracle's reply in Hermes' format: an editor create
+// SolutionReply is the oracle's reply in Hermes' format: an editor create
 // per text file of solution/ (a shell call with base64 for any other),
 // then solve.sh run with the shell tool and [solution] env.
-func solutionCalls(dir string, env map[string]string) (string, error) {
+func SolutionReply(dir string, env map[string]string) (string, error) {
 	var b strings.Builder
 	call := func(name string, args map[string]any) error {
 		data, err := json.Marshal(map[string]any{"name": name, "arguments": args})

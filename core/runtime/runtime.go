@@ -287,11 +287,28 @@ func (r *Runtime) Prepare(ctx context.Context, progress PrepareProgress) error {
 		}()
 	}
 	wg.Wait()
+	pe := &PrepareError{Envs: len(names)}
+	for i, err := range errs {
+		if err != nil {
+			pe.Failed = append(pe.Failed, names[i])
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("preparing the bundle's envs: %w", err)
+		pe.Err = fmt.Errorf("preparing the bundle's envs: %w", err)
+		return pe
 	}
 	return nil
 }
+
+// PrepareError is a Prepare that failed for some envs.
+type PrepareError struct {
+	Failed []string // the envs whose build failed, in build order
+	Envs   int      // envs prepared in all
+	Err    error
+}
+
+func (e *PrepareError) Error() string { return e.Err.Error() }
+func (e *PrepareError) Unwrap() error { return e.Err }
 
 // prepareOne builds one env's needs, logging its progress.
 func (r *Runtime) prepareOne(ctx context.Context, name string, progress PrepareProgress) error {
