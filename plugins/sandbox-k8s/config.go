@@ -58,6 +58,7 @@ const configSchema = `{
     "server_cidrs": {"type": "array", "items": {"type": "string"}, "description": "Address ranges (CIDR) the policy also lets in: where agentenv runs outside the cluster (a node's address, a VPN range)."},
     "egress_cidrs": {"type": "array", "items": {"type": "string"}, "description": "Address ranges (CIDR) every env may connect to (default none: no egress); not for an env that asks for no internet."},
     "internet_cidrs": {"type": "array", "items": {"type": "string"}, "description": "Address ranges (CIDR) a terminal env (a Harbor task) that may use the internet may connect to (default [\"0.0.0.0/0\", \"::/0\"]: anywhere); an empty list gives them egress_cidrs only."},
+    "image_registry": {"type": "string", "description": "Registry (and path) put before every env image named without a registry host, e.g. registry.example.com/agentenv: agentenv-harbor:<hash> (a Harbor task's built image) runs as registry.example.com/agentenv/agentenv-harbor:<hash>. envs.<env>.image is used as given."},
     "terminal_image": {"type": "string", "description": "Image holding the static agentenv-terminal binary at /agentenv-terminal (FROM scratch; docs/kubernetes.md), which an init container copies into a terminal env's pod (a Harbor task's). Needed to run Harbor tasks."},
     "storage_request_fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "description": "Ephemeral-storage request as a fraction of an env's storage limit (its storage_mb; default 0.1: the limit is a cap, not what a task is expected to fill)."},
     "env_secret": {"type": "boolean", "description": "Put the env's variables (env.toml's env table) in a Secret per pod instead of the pod spec (default true)."},
@@ -116,6 +117,7 @@ type Config struct {
 	EgressCIDRs                  []string               `json:"egress_cidrs"`
 	InternetCIDRs                []string               `json:"internet_cidrs"`
 	TerminalImage                string                 `json:"terminal_image"`
+	ImageRegistry                string                 `json:"image_registry"`
 	StorageRequestFraction       float64                `json:"storage_request_fraction"`
 	EnvSecret                    bool                   `json:"env_secret"`
 	Envs                         map[string]EnvSettings `json:"envs"`
@@ -246,6 +248,9 @@ func (c Config) check() error {
 	}
 	if c.TerminalImage != "" && strings.ContainsAny(c.TerminalImage, " \t\n") {
 		return fail("terminal_image %q is not an image reference", c.TerminalImage)
+	}
+	if r := c.ImageRegistry; r != "" && (strings.ContainsAny(r, " \t\n@") || strings.Contains(r, "://") || strings.HasPrefix(r, "/")) {
+		return fail("image_registry %q: want a registry host and optional path, such as registry.example.com/agentenv (no scheme, tag or spaces)", r)
 	}
 	for _, s := range append(append([]string{}, c.ImagePullSecrets...), c.ServiceAccount, c.PriorityClass, c.RuntimeClass) {
 		if s == "" {

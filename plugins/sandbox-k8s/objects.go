@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -171,6 +172,19 @@ func resources(cfg Config, spec sandbox.Spec) (corev1.ResourceRequirements, erro
 	return res, nil
 }
 
+// withRegistry puts registry before image when image names no registry
+// host (its first path part has no '.' or ':' and is not localhost).
+func withRegistry(registry, image string) string {
+	if registry == "" || image == "" {
+		return image
+	}
+	first, _, hasPath := strings.Cut(image, "/")
+	if hasPath && (strings.ContainsAny(first, ".:") || first == "localhost") {
+		return image
+	}
+	return strings.TrimSuffix(registry, "/") + "/" + image
+}
+
 // resourceMB is a quantity of mb MiB.
 func resourceMB(mb int) resource.Quantity {
 	return *resource.NewQuantity(int64(mb)<<20, resource.BinarySI)
@@ -188,7 +202,7 @@ type objects struct {
 // must exist before it runs.
 func build(cfg Config, ns, serverNS string, spec sandbox.Spec, id string) (objects, error) {
 	es := cfg.envSettings(spec.Env)
-	image := spec.Image
+	image := withRegistry(cfg.ImageRegistry, spec.Image)
 	if es.Image != "" {
 		image = es.Image
 	}

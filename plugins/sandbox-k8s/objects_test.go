@@ -50,6 +50,7 @@ func TestConfigureRefuses(t *testing.T) {
 		{"storage fraction", `{"storage_request_fraction":0}`, "storage_request_fraction"},
 		{"bad internet cidr", `{"internet_cidrs":["anywhere"]}`, "internet_cidrs"},
 		{"bad terminal image", `{"terminal_image":"my image"}`, "terminal_image"},
+		{"registry with a scheme", `{"image_registry":"https://registry.example.com"}`, "image_registry"},
 		{"no server peer", `{"server_pod_labels":{}}`, "no server could reach"},
 		{"bad node selector", `{"node_selector":{"zone":"a b"}}`, "node_selector"},
 		{"bad pull secret", `{"image_pull_secrets":["My Secret"]}`, "image_pull_secrets"},
@@ -395,5 +396,33 @@ func TestBuildTerminalRefuses(t *testing.T) {
 	}
 	if _, ok := c.Resources.Limits[corev1.ResourceEphemeralStorage]; ok {
 		t.Errorf("no storage_mb, yet an ephemeral-storage limit: %v", c.Resources.Limits)
+	}
+}
+
+func TestWithRegistry(t *testing.T) {
+	for _, tc := range []struct{ registry, image, want string }{
+		{"", "agentenv-harbor:0123", "agentenv-harbor:0123"},
+		{"registry.example.com/agentenv/", "agentenv-harbor:0123", "registry.example.com/agentenv/agentenv-harbor:0123"},
+		{"registry.example.com", "python:3.12", "registry.example.com/python:3.12"},
+		{"registry.example.com", "library/python:3.12", "registry.example.com/library/python:3.12"},
+		{"registry.example.com", "ghcr.io/org/task:1", "ghcr.io/org/task:1"},
+		{"registry.example.com", "localhost/task:1", "localhost/task:1"},
+		{"registry.example.com", "host:5000/task:1", "host:5000/task:1"},
+	} {
+		if got := withRegistry(tc.registry, tc.image); got != tc.want {
+			t.Errorf("withRegistry(%q, %q) = %q, want %q", tc.registry, tc.image, got, tc.want)
+		}
+	}
+	cfg := DefaultConfig().withDefaults()
+	cfg.ImageRegistry = "registry.example.com/agentenv"
+	cfg.Envs = map[string]EnvSettings{"mapped": {Image: "elsewhere/own:1"}}
+	for env, want := range map[string]string{"task": "registry.example.com/agentenv/agentenv-harbor:0123", "mapped": "elsewhere/own:1"} {
+		o, err := build(cfg, "ns", "ns", sandbox.Spec{Env: env, Image: "agentenv-harbor:0123", Port: 80}, "k8s-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := o.pod.Spec.Containers[0].Image; got != want {
+			t.Errorf("env %s runs %s, want %s", env, got, want)
+		}
 	}
 }
