@@ -26,9 +26,10 @@ import (
 const RunTestsTool = "run_tests"
 
 // TerminalCallTimeout bounds one call to a terminal env's tool: its shell
-// tool enforces its own timeout (at most 10 minutes) and answers after it,
-// so the engine's deadline sits past that rather than at ToolCallTimeout.
-const TerminalCallTimeout = 10*time.Minute + 30*time.Second
+// tool enforces its own timeout (at most 1800 s, core/terminal's
+// MaxShellTimeout) and answers after it, so the engine's deadline sits
+// past that rather than at ToolCallTimeout.
+const TerminalCallTimeout = 30*time.Minute + 30*time.Second
 
 // maxTestsBytes caps a task's tests folder as sent to the env (gzipped).
 const maxTestsBytes = 32 << 20
