@@ -5,16 +5,13 @@
 // (docs/harbor-tools.md).
 //
 //	agentenv-terminal [--host H] [--port P] [--workdir DIR] [--verifier-logs DIR]
-//	agentenv-terminal install DEST
+//	agentenv-terminal drop-default-routes   (for sandboxes: see droproutes.go)
+//	agentenv-terminal install DEST          (for sandboxes: see install.go)
 //
 // The port defaults to $AGENTENV_PORT (else 18765), the workdir to
 // $AGENTENV_WORKDIR (else the current folder). It listens on all addresses
 // by default, as a container's published port needs: it runs any command it
 // is sent, so never run it outside a sandbox with a reachable port.
-//
-// install copies the binary to DEST (mode 0755, written whole then renamed):
-// the Kubernetes sandbox's init container runs it from a FROM-scratch image,
-// which has no cp, into the volume the env container mounts.
 //
 // Build it static (the container may have no libc): CGO_ENABLED=0 go build.
 package main
@@ -24,13 +21,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -50,12 +45,11 @@ const defaultPort = 18765
 const shutdownGrace = time.Second
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "install" {
-		if err := install(os.Args[2:]); err != nil {
-			fmt.Fprintf(os.Stderr, "agentenv-terminal install: %v\n", err)
-			os.Exit(1)
-		}
-		return
+	if len(os.Args) == 2 && os.Args[1] == dropRoutesArg {
+		os.Exit(dropRoutes(os.Stdout))
+	}
+	if len(os.Args) > 1 && os.Args[1] == installArg {
+		os.Exit(install(os.Args[2:], os.Stderr))
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("name", "agentenv-terminal")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -148,40 +142,4 @@ func portFromEnv() (int, error) {
 		return 0, fmt.Errorf("%s=%q is not a port number (1-65535)", envPort, v)
 	}
 	return p, nil
-}
-
-// install copies this executable to args[0], whole or not at all.
-func install(args []string) (err error) {
-	if len(args) != 1 || args[0] == "" {
-		return fmt.Errorf("want one argument, the path to copy the binary to (agentenv-terminal install DEST), got %q", args)
-	}
-	dest := args[0]
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("finding this binary: %w", err)
-	}
-	src, err := os.Open(exe)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = io.Copy(tmp, src); err == nil {
-		err = tmp.Chmod(0o755)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", dest, err)
-	}
-	return os.Rename(tmp.Name(), dest)
 }
