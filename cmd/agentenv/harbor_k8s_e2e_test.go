@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -131,4 +132,64 @@ func TestHarborCheckOnK8s(t *testing.T) {
 		t.Errorf("tasks checked: %v", names)
 	}
 	waitK8sGone(t, c, ns, time.Minute)
+}
+
+// A Harbor dataset through agentenv serve --sandbox k8s: hello-file played
+// over the WebSocket protocol by its oracle (1) and by no action (0), the
+// shell calls in the transcript, SIGTERM leaving no pod, then a SIGKILL
+// with a live episode whose pod the restart reaps.
+func TestHarborServeOnK8s(t *testing.T) {
+	c, ns := harborK8s(t)
+	cfg := k8sConfig(t, c, ns, map[string]any{"run_as_user": nil, "terminal_image": harborTerminalRef,
+		"cpu_request_fraction": 0.1, "memory_request_fraction": 0.25})
+	b, err := bundle.Load(harborExample, bundle.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, _ := b.Task("hello-file")
+	reply, err := oracle.SolutionReply(task.Harbor.SolutionDir, task.Harbor.SolutionEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := t.TempDir()
+	args := []string{"--sandbox", "k8s", "--sandbox-config", cfg, "--reward", "mean", "--tool-format", "hermes"}
+	addr := freeAddr(t)
+	sv := startServe(t, harborExample, addr, "", nil, append(args, "--record", rec)...)
+	cl := dialServe(t, addr, "")
+	if final, out := playHarbor(t, cl, "hello-file", reply); final["reward"] != 1.0 {
+		t.Errorf("the oracle on k8s: %v\n%s", final, out)
+	}
+	if final, _ := playHarbor(t, cl, "hello-file", ""); final["reward"] != 0.0 {
+		t.Errorf("no action on k8s: %v", final)
+	}
+	if code := sv.signalAndWait(t, syscall.SIGTERM, time.Minute); code != 0 {
+		t.Fatalf("exit %d after SIGTERM:\n%s", code, sv.log)
+	}
+	waitK8sGone(t, c, ns, time.Minute)
+	files, _ := filepath.Glob(filepath.Join(rec, "*.jsonl"))
+	var all strings.Builder
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		all.Write(data)
+	}
+	for _, want := range []string{`"name":"shell"`, "bash /solution/solve.sh", "exit code: 0"} {
+		if !strings.Contains(all.String(), want) {
+			t.Errorf("the transcript lacks %q", want)
+		}
+	}
+
+	sv = startServe(t, harborExample, addr, "", nil, args...)
+	dialServe(t, addr, "").observation(`{"type":"reset","data":{"task_id":"hello-file"}}`)
+	sv.signalAndWait(t, syscall.SIGKILL, 10*time.Second)
+	if pods, _ := k8sObjects(t, c, ns); len(pods) != 1 {
+		t.Fatalf("SIGKILL left %d pods, want the live episode's: the test proves nothing", len(pods))
+	}
+	again := startServe(t, harborExample, addr, "", nil, args...)
+	if pods, _ := k8sObjects(t, c, ns); len(pods) != 0 {
+		t.Errorf("%d pods live after the restart", len(pods))
+	}
+	waitK8sGone(t, c, ns, time.Minute)
+	if code := again.signalAndWait(t, syscall.SIGTERM, time.Minute); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
 }
