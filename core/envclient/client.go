@@ -49,6 +49,10 @@ type Options struct {
 	// MaxResultBytes bounds what Call and CallTool read of a tool's answer
 	// (see CallLimited; 0 = no bound).
 	MaxResultBytes int64
+
+	// sdkCalls makes tool calls through the SDK's session, never the lean
+	// path (the conformance test's reference).
+	sdkCalls bool
 }
 
 // Client is a live MCP session with one env. Its methods are safe for
@@ -58,6 +62,8 @@ type Client struct {
 	limit     int64 // Options.MaxResultBytes
 	transport *http.Transport
 	session   *mcp.ClientSession
+	// lean makes tools/call without the SDK (lean.go); nil: the SDK does.
+	lean      *lean
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -106,9 +112,10 @@ func connectOnce(ctx context.Context, url string, opts Options) (*Client, error)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil // envs are local or private; never route them through a proxy
 	client := mcp.NewClient(&mcp.Implementation{Name: opts.ClientName, Version: "1"}, nil)
+	hc := &http.Client{Transport: cutTransport{base: &keepConnTransport{base: tr}}}
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:   url,
-		HTTPClient: &http.Client{Transport: cutTransport{base: &keepConnTransport{base: tr}}},
+		HTTPClient: hc,
 		// Requests and responses are all the engine needs; the standalone
 		// stream would hold a connection open per episode for nothing.
 		DisableStandaloneSSE: true,
@@ -121,7 +128,11 @@ func connectOnce(ctx context.Context, url string, opts Options) (*Client, error)
 		tr.CloseIdleConnections()
 		return nil, err
 	}
-	return &Client{endpoint: url, limit: opts.MaxResultBytes, transport: tr, session: session}, nil
+	c := &Client{endpoint: url, limit: opts.MaxResultBytes, transport: tr, session: session}
+	if v := session.InitializeResult().ProtocolVersion; leanVersions[v] && !opts.sdkCalls {
+		c.lean = &lean{http: hc, sessionID: session.ID(), version: v}
+	}
+	return c, nil
 }
 
 // Endpoint is the MCP URL the client talks to.
@@ -219,7 +230,16 @@ func (c *Client) call(ctx context.Context, name string, args any, timeout time.D
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	res, err := c.session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	var res Result
+	var err error
+	if c.lean != nil {
+		res, err = c.lean.call(ctx, c.endpoint, name, args)
+	} else {
+		var r *mcp.CallToolResult
+		if r, err = c.session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args}); err == nil {
+			res = Result{Text: ResultText(r), IsError: r.IsError}
+		}
+	}
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			if timeout > 0 {
@@ -229,7 +249,7 @@ func (c *Client) call(ctx context.Context, name string, args any, timeout time.D
 		}
 		return Result{}, fmt.Errorf("calling %s on %s: %w", name, c.endpoint, err)
 	}
-	return Result{Text: ResultText(res), IsError: res.IsError}, nil
+	return res, nil
 }
 
 // ResultText renders a tool result's content as text.

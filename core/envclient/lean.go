@@ -1,0 +1,230 @@
+package envclient
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+)
+
+// The lean tools/call. A server spends most of its CPU per rollout on the
+// env's tool calls, and through the MCP Go SDK (v1.8) each call's answer
+// is decoded three to four times, each by a fresh JSON decoder with a
+// 32 KiB buffer (its internal/json.Unmarshal): about three quarters of
+// everything the server allocates (docs/performance.md). tools/call is
+// the one hot call, and a simple one on the wire: one POST on the
+// session, answered by one JSON-RPC response (as a JSON body, or as an
+// event of an SSE stream the server ends after it). The client makes it
+// here with encoding/json, reading the answer once, through the same HTTP
+// client (the result cutter and the kept connections apply alike), and
+// leaves everything else (initialize, tools/list, ping, close) to the
+// SDK's session. It is used only on sessions that negotiated a protocol
+// version it speaks (leanVersions); TestLeanCallConformance holds its
+// answers to the SDK's, call for call, on real SDK servers.
+
+// leanVersions are the negotiated protocol versions whose tools/call the
+// lean client makes: sessions with an id, no per-request headers beyond
+// the session's and the version's.
+var leanVersions = map[string]bool{"2025-11-25": true, "2025-06-18": true, "2025-03-26": true}
+
+// leanMaxLine bounds one SSE line the lean reader holds outside string
+// content the cutter already bounds.
+const leanMaxLine = 64 << 20
+
+// lean is what a lean call needs of the session.
+type lean struct {
+	http      *http.Client
+	sessionID string
+	version   string
+	nextID    atomic.Uint64
+}
+
+// rpcResponse is a JSON-RPC message as the lean call reads it: a response
+// to its call (id, result or error), or a request or notification of the
+// server's on the call's stream (method), which it skips.
+type rpcResponse struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result *wireResult     `json:"result"`
+	Error  *struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// wireResult is a CallToolResult as it comes.
+type wireResult struct {
+	Content           []wireContent   `json:"content"`
+	IsError           bool            `json:"isError"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+}
+
+type wireContent struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	MIMEType string `json:"mimeType"`
+	Data     string `json:"data"`
+	URI      string `json:"uri"`
+	Resource *struct {
+		URI  string `json:"uri"`
+		Text string `json:"text"`
+	} `json:"resource"`
+}
+
+// call makes one tools/call and returns its answer as Call does.
+func (l *lean) call(ctx context.Context, endpoint, name string, args any) (Result, error) {
+	id := "agentenv-" + strconv.FormatUint(l.nextID.Add(1), 10)
+	body, err := json.Marshal(struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      string `json:"id"`
+		Method  string `json:"method"`
+		Params  any    `json:"params"`
+	}{"2.0", id, "tools/call", struct {
+		Name      string `json:"name"`
+		Arguments any    `json:"arguments"`
+	}{name, args}})
+	if err != nil {
+		return Result{}, fmt.Errorf("calling %q: %w", "tools/call", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	if err != nil {
+		return Result{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", l.version)
+	if l.sessionID != "" {
+		req.Header.Set("Mcp-Session-Id", l.sessionID)
+	}
+	resp, err := l.http.Do(req)
+	if err != nil {
+		return Result{}, fmt.Errorf("calling %q: %w", "tools/call", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return Result{}, fmt.Errorf("calling %q: %s: %s", "tools/call", resp.Status, strings.TrimSpace(string(msg)))
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	var msg *rpcResponse
+	switch mt {
+	case "application/json":
+		msg = &rpcResponse{}
+		if err := json.NewDecoder(resp.Body).Decode(msg); err != nil {
+			return Result{}, fmt.Errorf("calling %q: reading the answer: %w", "tools/call", err)
+		}
+	case "text/event-stream":
+		if msg, err = readSSEResponse(resp.Body, id); err != nil {
+			return Result{}, fmt.Errorf("calling %q: %w", "tools/call", err)
+		}
+		// The server ends the stream after the answer: read it to its end
+		// so the connection goes back to the pool.
+		_, _ = io.Copy(io.Discard, resp.Body)
+	default:
+		return Result{}, fmt.Errorf("calling %q: unsupported content type %q", "tools/call", mt)
+	}
+	if string(msg.ID) != strconv.Quote(id) {
+		return Result{}, fmt.Errorf("calling %q: the answer is to request %s, not %s", "tools/call", msg.ID, id)
+	}
+	if msg.Error != nil {
+		return Result{}, fmt.Errorf("calling %q: %s", "tools/call", msg.Error.Message)
+	}
+	if msg.Result == nil {
+		return Result{}, fmt.Errorf("calling %q: the answer has neither result nor error", "tools/call")
+	}
+	text, err := msg.Result.text()
+	if err != nil {
+		return Result{}, fmt.Errorf("calling %q: %w", "tools/call", err)
+	}
+	return Result{Text: text, IsError: msg.Result.IsError}, nil
+}
+
+// readSSEResponse reads SSE events until the JSON-RPC response to id.
+func readSSEResponse(body io.Reader, id string) (*rpcResponse, error) {
+	r := bufio.NewReaderSize(body, 4096)
+	var data []byte
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) { // a long line: gather it
+			long := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				if len(long) > leanMaxLine {
+					return nil, fmt.Errorf("an SSE line over %d bytes", leanMaxLine)
+				}
+				line, err = r.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			if len(data) > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, bytes.TrimPrefix(v, []byte(" "))...)
+		}
+		// A blank line ends an event; so does the stream's end.
+		if (len(line) == 0 || err != nil) && len(data) > 0 {
+			msg := &rpcResponse{}
+			if jerr := json.Unmarshal(data, msg); jerr != nil {
+				return nil, fmt.Errorf("reading the answer: %w", jerr)
+			}
+			data = data[:0]
+			if msg.Method == "" && string(msg.ID) == strconv.Quote(id) {
+				return msg, nil
+			}
+			// The server's own request or notification, or another call's.
+		}
+		if err != nil {
+			return nil, errors.New("the stream ended before the answer")
+		}
+	}
+}
+
+// text renders the result's content as ResultText renders the SDK's.
+func (w *wireResult) text() (string, error) {
+	parts := make([]string, 0, len(w.Content))
+	for _, c := range w.Content {
+		switch c.Type {
+		case "text":
+			parts = append(parts, c.Text)
+		case "image", "audio":
+			b, err := base64.StdEncoding.DecodeString(c.Data)
+			if err != nil {
+				return "", fmt.Errorf("%s content: %w", c.Type, err)
+			}
+			parts = append(parts, fmt.Sprintf("[%s %s, %d bytes]", c.Type, c.MIMEType, len(b)))
+		case "resource_link":
+			parts = append(parts, fmt.Sprintf("[resource %s]", c.URI))
+		case "resource":
+			if c.Resource != nil && c.Resource.Text != "" {
+				parts = append(parts, c.Resource.Text)
+			} else if c.Resource != nil {
+				parts = append(parts, fmt.Sprintf("[resource %s]", c.Resource.URI))
+			}
+		default:
+			return "", fmt.Errorf("unrecognized content type %q", c.Type)
+		}
+	}
+	if len(parts) == 0 && len(w.StructuredContent) > 0 && string(w.StructuredContent) != "null" {
+		var v any
+		if err := json.Unmarshal(w.StructuredContent, &v); err == nil {
+			if b, err := json.Marshal(v); err == nil {
+				return string(b), nil
+			}
+		}
+	}
+	return strings.Join(parts, "\n"), nil
+}
