@@ -11,8 +11,9 @@ GOBIN_DIR := $(CURDIR)/.tools/bin
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-build: ## build bin/agentenv (first-party plugins compiled in)
+build: ## build bin/agentenv (first-party plugins compiled in) and bin/agentenv-terminal (static)
 	$(GO) build -o bin/agentenv ./cmd/agentenv
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o bin/agentenv-terminal ./cmd/agentenv-terminal
 
 # go test shows nothing of a passing package, skips included: tests that
 # lack an outside part (sdktest.Missing) write a line to SKIPS, printed last.

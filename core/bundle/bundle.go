@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Step types.
@@ -18,6 +19,10 @@ const (
 	StepVerifyTool    = "verify_tool"
 	StepVerifyAnswer  = "verify_answer"
 	StepVerifyCommand = "verify_command"
+	// StepVerifyTests is a Harbor task's verifier (harbor.go): its tests
+	// folder is copied into the env, its script run there, and the reward
+	// files it writes are the scores. Only Harbor datasets make it.
+	StepVerifyTests = "verify_tests"
 )
 
 // EndTurnTool is the tool added to every turn of a multi-turn task: its
@@ -49,6 +54,8 @@ type Bundle struct {
 	Envs        map[string]*Env
 	Tasks       []*Task  // every task, in the order of split "all"
 	Splits      []*Split // "all" first, then one per eval file, by name
+	// Harbor: the bundle is a Harbor dataset (harbor.go), read as it is.
+	Harbor bool
 	// Warnings are harmless oddities (no README.md, an env no task uses).
 	Warnings []string
 
@@ -77,6 +84,18 @@ type Env struct {
 	// deploy (env.toml `reset_tool`, default DefaultResetTool), never
 	// offered to the model; set only when Reuse > 1.
 	ResetTool string
+
+	// Terminal: the env is a Harbor task's own container with agentenv's
+	// terminal server injected at deploy (docs/harbor.md); Command is empty.
+	Terminal bool
+	// Workdir is where the terminal runs commands ("" = the image's).
+	Workdir string
+	// StorageMB caps the env's disk where the sandbox can (0 = its default).
+	StorageMB int
+	// NoInternet: the env may reach nothing outside its sandbox.
+	NoInternet bool
+	// BuildTimeout bounds building the image (0 = the sandbox's default).
+	BuildTimeout time.Duration
 }
 
 // DefaultResetTool is the reset tool of an env that declares reuse and
@@ -99,6 +118,8 @@ type Task struct {
 	Steps     []Step
 	Toolset   string         // id of the task's toolset
 	Seed      map[string]any // the seed line (numbers as json.Number); nil if not seeded
+	// Harbor is set for a task of a Harbor dataset (harbor.go).
+	Harbor *HarborTask
 }
 
 // Step is one step of a task. Steps of seeded tasks share unchanged parts
@@ -117,6 +138,9 @@ type Step struct {
 	Prompt       string
 	Tools        []string // nil = default (the env's tools minus hidden ones)
 	MaxTurns     int      // 0 = no cap from the task
+	// Timeout ends the turn (and the episode's model turns) once it has
+	// been open this long (0 = none): a Harbor task's [agent] timeout_sec.
+	Timeout time.Duration
 	// verify_answer
 	Turn     string // id of the prompt_agent step whose answer is checked
 	Pattern  string
@@ -124,13 +148,19 @@ type Step struct {
 	Regexp   *regexp.Regexp // compiled Pattern (shared; regexps are safe for concurrent use)
 	// verify_command
 	Command []string
-	Line    int // line of the step in the task file
+	// verify_tests: TestsDir (absolute, on the server) is copied into the
+	// env at TestsPath, Script run there with VerifierEnv within Timeout.
+	TestsDir    string
+	TestsPath   string
+	Script      string
+	VerifierEnv map[string]string
+	Line        int // line of the step in the task file
 }
 
 // IsVerifier reports whether the step records a score.
 func (s *Step) IsVerifier() bool {
 	switch s.Type {
-	case StepVerifyTool, StepVerifyAnswer, StepVerifyCommand:
+	case StepVerifyTool, StepVerifyAnswer, StepVerifyCommand, StepVerifyTests:
 		return true
 	}
 	return false

@@ -63,12 +63,24 @@ func Load(dir string, opts Options) (*Bundle, error) {
 			ps.add(filepath.Join(dir, name), 0, "%s/ is not supported: a bundle holds envs/, tasks/ and evals/", name)
 		}
 	}
+	harbor := IsHarbor(dir)
 	b.Description, err = readDescription(filepath.Join(dir, "README.md"), maxFile)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		b.Warnings = append(b.Warnings, "no README.md: the bundle has no description")
+		if !harbor {
+			b.Warnings = append(b.Warnings, "no README.md: the bundle has no description")
+		}
 	case err != nil:
 		ps.add(filepath.Join(dir, "README.md"), 0, "cannot read: %v", err)
+	}
+	if harbor {
+		b.Harbor = true
+		loadHarbor(b, dir, abs, ps)
+		if err := ps.err(dir); err != nil {
+			return nil, err
+		}
+		b.index()
+		return b, nil
 	}
 
 	b.Envs = loadEnvs(dir, ps)
@@ -97,11 +109,7 @@ func Load(dir string, opts Options) (*Bundle, error) {
 		}
 		b.Splits = append(b.Splits, s)
 	}
-	b.splits = make(map[string]*Split, len(b.Splits))
-	for _, s := range b.Splits {
-		b.splits[s.Name] = s
-	}
-	b.assignToolsets()
+	b.index()
 	used := map[string]bool{}
 	for _, ts := range b.toolsets {
 		for _, e := range ts.Envs {
@@ -114,6 +122,20 @@ func Load(dir string, opts Options) (*Bundle, error) {
 		}
 	}
 	return b, nil
+}
+
+// index fills the lookups by id and name and assigns toolsets, once
+// Tasks and Splits are final.
+func (b *Bundle) index() {
+	b.tasks = make(map[string]*Task, len(b.Tasks))
+	for _, t := range b.Tasks {
+		b.tasks[t.ID] = t
+	}
+	b.splits = make(map[string]*Split, len(b.Splits))
+	for _, s := range b.Splits {
+		b.splits[s.Name] = s
+	}
+	b.assignToolsets()
 }
 
 // loadTasks reads tasks/: task files in name order, each followed by its

@@ -83,6 +83,13 @@ type turn struct {
 	set     *toolformat.ToolSet // tools, as sent to the parser: once per plugin process
 	endTurn bool
 	replies int
+	opened  time.Time // when the turn opened: its step's Timeout counts from here
+}
+
+// outOfTime reports whether the turn's own time (a Harbor task's agent
+// timeout) has run out.
+func (t *turn) outOfTime() bool {
+	return t.step.Timeout > 0 && time.Since(t.opened) >= t.step.Timeout
 }
 
 func newEpisode(e *Engine, task *bundle.Task, id, format string, parser toolformat.Parser, maxTurns int, queued time.Duration) *episode {
@@ -292,6 +299,10 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 			continue
 		}
 		ep.calls++
+		if t.outOfTime() {
+			rep.fail(c.Name + " was not run: the task's time for the agent ran out.")
+			continue
+		}
 		if !rep.admit() {
 			rep.fail(rep.notRun(c.Name))
 			continue
@@ -315,7 +326,7 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 		// The answer is read no further than this result may hold: the
 		// rest streams past unread.
 		callStart := time.Now()
-		res, err := o.env.client.CallRawLimited(ctx, c.Name, args, ep.e.cfg.ToolCallTimeout, max(rep.resultRoom(), 1))
+		res, err := o.env.client.CallRawLimited(ctx, c.Name, args, ep.e.callTimeout(o.env), max(rep.resultRoom(), 1))
 		ep.timed(PhaseTool, o.env.name, callStart)
 		if err != nil {
 			// The sandbox id names where the env ran (a pod, a container) so
@@ -341,10 +352,19 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 	if !ended && t.step.MaxTurns > 0 && t.replies >= t.step.MaxTurns {
 		ended = true
 	}
+	outOfTime := !ended && t.outOfTime()
+	if outOfTime {
+		// The agent's time ends the episode's model turns, as a cap does.
+		ended = true
+		ep.capped = true
+	}
 	if !ended && !ep.capped {
 		return nil
 	}
 	ep.endCause = ep.turnsEnd(viaEndTurn, noCall, t.endTurn, len(parsed.Unparsed) > 0 && len(parsed.Calls) == 0)
+	if outOfTime {
+		ep.endCause = CauseAgentTimeout
+	}
 	ep.answers[t.step.ID] = answer
 	ep.turn = nil
 	return ep.advance(ctx, obs, viaEndTurn)
@@ -424,13 +444,15 @@ func (ep *episode) advance(ctx context.Context, obs *Observation, promptSent boo
 				return &Error{Code: CodeExecution, Err: fmt.Errorf("step %q: unknown type %q", s.ID, s.Type)}
 			}
 			start := time.Now()
-			score, err := ep.verify(ctx, s)
+			scores, err := ep.verifyScores(ctx, s)
 			ep.timed(PhaseVerify, s.Env, start)
 			if err != nil {
 				return &Error{Code: CodeUnscored, Err: fmt.Errorf("%s step %q: %w", s.Type, s.ID, err), Cause: causeOf(err, CauseUnscored)}
 			}
-			ep.scores[s.ID] = score
-			ep.log.Debug("verified", "step", s.ID, "score", score, "took", time.Since(start))
+			for id, score := range scores {
+				ep.scores[id] = score
+			}
+			ep.log.Debug("verified", "step", s.ID, "scores", scores, "took", time.Since(start))
 		}
 	}
 	return ep.finish(ctx, obs)
@@ -483,7 +505,7 @@ func (ep *episode) open(s *bundle.Step, obs *Observation, promptSent bool) error
 	if err != nil {
 		return &Error{Code: CodeDeploy, Err: fmt.Errorf("prompt_agent step %q: %w", s.ID, err)}
 	}
-	t := &turn{step: s, offer: offer, byName: map[string]*offered{}, tools: toolsOf(offer), endTurn: ts.EndTurn}
+	t := &turn{step: s, offer: offer, byName: map[string]*offered{}, tools: toolsOf(offer), endTurn: ts.EndTurn, opened: time.Now()}
 	t.set = toolformat.NewToolSet(t.tools)
 	for _, o := range offer {
 		t.byName[o.tool.Name] = o

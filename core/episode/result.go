@@ -57,6 +57,7 @@ const (
 	CauseMaxTurns      Cause = "max_turns"      // max_turns (the reset's or a turn's) ended it
 	CauseUnparsedCalls Cause = "unparsed_calls" // as max_turns, the last reply's calls unreadable
 	CauseNoToolCall    Cause = "no_tool_call"   // a reply without a tool call ended turns it should have ended with end_turn
+	CauseAgentTimeout  Cause = "agent_timeout"  // the task's time for the agent (Harbor's [agent] timeout_sec) ran out
 	// The infrastructure's: playing it again may well succeed.
 	CauseDeployFailed   Cause = "deploy_failed"   // the env could not be deployed or set up
 	CauseEnvCrashed     Cause = "env_crashed"     // the env stopped answering mid-episode
@@ -86,7 +87,7 @@ func SourceOf(c Cause) Source {
 	switch c {
 	case CauseCompleted:
 		return SourceNone
-	case CauseMaxTurns, CauseUnparsedCalls, CauseNoToolCall:
+	case CauseMaxTurns, CauseUnparsedCalls, CauseNoToolCall, CauseAgentTimeout:
 		return SourceModel
 	case CauseUnscored:
 		return SourceTask
@@ -98,7 +99,7 @@ func SourceOf(c Cause) Source {
 
 // Causes lists every cause, so counters can show each before it happens.
 var Causes = []Cause{
-	CauseCompleted, CauseMaxTurns, CauseUnparsedCalls, CauseNoToolCall,
+	CauseCompleted, CauseMaxTurns, CauseUnparsedCalls, CauseNoToolCall, CauseAgentTimeout,
 	CauseDeployFailed, CauseEnvCrashed, CauseTimeout, CausePluginDied, CauseServerShutdown,
 	CauseUnscored, CauseClientClosed, CauseIdleTimeout,
 }

@@ -53,7 +53,16 @@ func (e *Engine) spec(env *bundle.Env, labels map[string]string) sandbox.Spec {
 	return sandbox.Spec{
 		Env: env.Name, Dir: env.Dir, Image: env.Image, Command: env.Command, Build: env.Build,
 		Port: env.Port, EnvVars: vars, CPU: env.CPU, MemoryMB: env.MemoryMB, Labels: all,
+		Terminal: terminalSpec(env), StorageMB: env.StorageMB, NoInternet: env.NoInternet,
+		BuildTimeout: env.BuildTimeout,
 	}
+}
+
+func terminalSpec(env *bundle.Env) *sandbox.Terminal {
+	if !env.Terminal {
+		return nil
+	}
+	return &sandbox.Terminal{Workdir: env.Workdir}
 }
 
 // envFor gives an episode env name: a ready one from the warm pool when
@@ -430,5 +439,15 @@ func (ep *episode) reward(ctx context.Context) (float64, error) {
 			return v, nil
 		}
 	}
-	return 0, fmt.Errorf("task %s has %d scores and no reward combines them", ep.task.ID, len(ep.scores))
+	return 0, fmt.Errorf("task %s has %d scores (%s) and no reward combines them: serve with --reward mean, or --reward score:<name> to pick one",
+		ep.task.ID, len(ep.scores), strings.Join(sortedScoreNames(ep.scores), ", "))
+}
+
+func sortedScoreNames(scores map[string]float64) []string {
+	names := make([]string, 0, len(scores))
+	for k := range scores {
+		names = append(names, k)
+	}
+	sortStrings(names)
+	return names
 }

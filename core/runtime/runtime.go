@@ -258,47 +258,86 @@ type PrepareProgress interface {
 // prepareLogEvery is how often a build still running is logged.
 const prepareLogEvery = 15 * time.Second
 
+// DefaultPrepareParallel is how many envs Prepare builds at once.
+const DefaultPrepareParallel = 4
+
 // Prepare builds what the bundle's envs need (through the sandbox) so the
-// first episodes do not wait for it, one env after the other, logging
-// each build's start, a line every 15 s while it runs, and its end.
-// progress (may be nil) hears of each env too.
+// first episodes do not wait for it, up to DefaultPrepareParallel envs at
+// once (a Harbor dataset has an env per task; envs sharing an image build
+// it once, in the sandbox), logging each build's start, a line every 15 s
+// while it runs, and its end. progress (may be nil) hears of each env too.
 func (r *Runtime) Prepare(ctx context.Context, progress PrepareProgress) error {
-	var errs []error
-	for _, name := range r.Engine.EnvNames() {
-		if progress != nil {
-			progress.Building(name)
+	names := r.Engine.EnvNames()
+	errs := make([]error, len(names))
+	sem := make(chan struct{}, DefaultPrepareParallel)
+	var wg sync.WaitGroup
+	for i, name := range names {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
 		}
-		began := time.Now()
-		r.log.Info("preparing env (building what it needs, once)", "env", name)
-		done := make(chan struct{})
+		if ctx.Err() != nil {
+			errs[i] = fmt.Errorf("preparing env %q: %w", name, ctx.Err())
+			break
+		}
+		wg.Add(1)
 		go func() {
-			t := time.NewTicker(prepareLogEvery)
-			defer t.Stop()
-			for {
-				select {
-				case <-done:
-					return
-				case <-t.C:
-					r.log.Info("still preparing env", "env", name, "elapsed", time.Since(began).Round(time.Second).String())
-				}
-			}
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = r.prepareOne(ctx, name, progress)
 		}()
-		err := r.Engine.PrepareEnv(ctx, name)
-		close(done)
+	}
+	wg.Wait()
+	pe := &PrepareError{Envs: len(names)}
+	for i, err := range errs {
 		if err != nil {
-			errs = append(errs, err)
-			if ctx.Err() != nil {
-				break
-			}
-			continue
-		}
-		r.log.Info("env prepared", "env", name, "took", time.Since(began).Round(time.Millisecond).String())
-		if progress != nil {
-			progress.Built(name)
+			pe.Failed = append(pe.Failed, names[i])
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("preparing the bundle's envs: %w", err)
+		pe.Err = fmt.Errorf("preparing the bundle's envs: %w", err)
+		return pe
+	}
+	return nil
+}
+
+// PrepareError is a Prepare that failed for some envs.
+type PrepareError struct {
+	Failed []string // the envs whose build failed, in build order
+	Envs   int      // envs prepared in all
+	Err    error
+}
+
+func (e *PrepareError) Error() string { return e.Err.Error() }
+func (e *PrepareError) Unwrap() error { return e.Err }
+
+// prepareOne builds one env's needs, logging its progress.
+func (r *Runtime) prepareOne(ctx context.Context, name string, progress PrepareProgress) error {
+	if progress != nil {
+		progress.Building(name)
+	}
+	began := time.Now()
+	r.log.Info("preparing env (building what it needs, once)", "env", name)
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(prepareLogEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				r.log.Info("still preparing env", "env", name, "elapsed", time.Since(began).Round(time.Second).String())
+			}
+		}
+	}()
+	err := r.Engine.PrepareEnv(ctx, name)
+	close(done)
+	if err != nil {
+		return err
+	}
+	r.log.Info("env prepared", "env", name, "took", time.Since(began).Round(time.Millisecond).String())
+	if progress != nil {
+		progress.Built(name)
 	}
 	return nil
 }

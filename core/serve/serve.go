@@ -10,6 +10,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -157,7 +158,15 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 	go func() { prepared <- rt.Prepare(prepCtx, ready) }()
 	select {
 	case err := <-prepared:
-		if err != nil {
+		var pe *runtime.PrepareError
+		switch {
+		case err == nil:
+		case b.Harbor && errors.As(err, &pe) && len(pe.Failed) < pe.Envs && prepCtx.Err() == nil:
+			// A dataset of many tasks serves the tasks that built: the
+			// others' episodes fail to deploy, naming the build's error.
+			log.Error("some tasks' envs did not build; their episodes fail with DEPLOY_FAILED",
+				"failed", len(pe.Failed), "of", pe.Envs, "envs", strings.Join(pe.Failed, ","), "error", err)
+		default:
 			return stopNow(err)
 		}
 		ready.Ready()

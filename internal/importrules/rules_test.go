@@ -25,6 +25,10 @@ var rules = []rule{
 	{prefix: repo + "plugins/", allowed: []string{repo + "sdk"}},
 	{prefix: repo + "examples/sandbox-bwrap", allowed: []string{repo + "sdk"}},
 	{prefix: repo + "core/", allowed: []string{repo + "sdk", repo + "client", repo + "core/"}},
+	// The terminal server is injected into task containers as a small
+	// static binary: it links no engine package (its test checks the rest).
+	{prefix: repo + "core/terminal", allowed: []string{repo + "core/tempfile"}},
+	{prefix: repo + "cmd/agentenv-terminal", allowed: []string{repo + "core/terminal", repo + "core/tempfile"}},
 	// The CLI links no plugin: the main package that imports it chooses
 	// the built-ins (cmd/agentenv's builtins_*.go, or a team's own).
 	{prefix: repo + "cmd/agentenv/cli", allowed: []string{repo + "sdk", repo + "client", repo + "core/"}},

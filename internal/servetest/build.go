@@ -33,6 +33,14 @@ type build struct {
 	err  error
 }
 
+// Terminal is the command Harbor tasks' containers run (injected).
+const Terminal = "github.com/agentenv/agentenv/cmd/agentenv-terminal"
+
+// TerminalBinary builds agentenv-terminal static (CGO_ENABLED=0, as the
+// containers it is injected into need) once per run and returns its path:
+// serve finds it through AGENTENV_TERMINAL_BINARY.
+func TerminalBinary(t testing.TB) string { return Build(t, Terminal, "") }
+
 // Binary builds agentenv once per test binary run and returns its path.
 func Binary(t testing.TB) string { return Build(t, Agentenv, "") }
 
@@ -66,6 +74,9 @@ func Build(t testing.TB, pkg, tags string) string {
 		}
 		cmd := exec.Command("go", append(args, pkg)...)
 		cmd.Dir = ModuleRoot()
+		if pkg == Terminal {
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, out)
 		}

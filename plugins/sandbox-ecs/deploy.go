@@ -26,6 +26,9 @@ const stopCleanup = 30 * time.Second
 // places nothing, is an error with ECS's reason; on any failure the task,
 // if one was started, is stopped.
 func (p *Plugin) Deploy(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	if err := refuseTerminal(spec); err != nil {
+		return sandbox.Sandbox{}, err
+	}
 	s, err := p.setup()
 	if err != nil {
 		return sandbox.Sandbox{}, err

@@ -414,3 +414,21 @@ func TestLogsOfAFailedTask(t *testing.T) {
 		t.Errorf("registered task definition: role %q, logs %+v", aws.ToString(out.TaskDefinition.ExecutionRoleArn), c.LogConfiguration)
 	}
 }
+
+func TestHarborTaskRefused(t *testing.T) {
+	p := New()
+	s := spec("task:1", nil)
+	s.Terminal = &sandbox.Terminal{Workdir: "/app"}
+	for name, call := range map[string]func() error{
+		"Prepare": func() error { return p.Prepare(context.Background(), s) },
+		"Deploy": func() error {
+			_, err := p.Deploy(context.Background(), s)
+			return err
+		},
+	} {
+		err := call()
+		if err == nil || !strings.Contains(err.Error(), "--sandbox local") || !strings.Contains(err.Error(), "Harbor") {
+			t.Errorf("%s: %v, want a refusal naming the sandboxes that can run it", name, err)
+		}
+	}
+}

@@ -38,6 +38,9 @@ func prepareKey(spec sandbox.Spec) string { return spec.Env + "\x00" + spec.Dir 
 // it was registered from the same settings). serve calls it at start, so a
 // missing role or a bad image name stops the server, not every reset.
 func (p *Plugin) Prepare(ctx context.Context, spec sandbox.Spec) error {
+	if err := refuseTerminal(spec); err != nil {
+		return err
+	}
 	s, err := p.setup()
 	if err != nil {
 		return err
@@ -199,4 +202,15 @@ func taskDefInput(cfg Config, spec sandbox.Spec, es EnvSettings) (*ecs.RegisterT
 		in.TaskRoleArn = aws.String(cfg.TaskRoleARN)
 	}
 	return in, nil
+}
+
+// refuseTerminal refuses an env that needs agentenv's terminal injected
+// (a Harbor task): a Fargate task cannot mount a binary from the host, and
+// the task's own image is to run unchanged.
+func refuseTerminal(spec sandbox.Spec) error {
+	if spec.Terminal == nil {
+		return nil
+	}
+	return fmt.Errorf("sandbox-ecs: env %q is a Harbor task, whose container needs agentenv's terminal server injected at deploy; "+
+		"ECS cannot inject it into a Fargate task: serve this dataset with --sandbox local (Docker) or --sandbox k8s", spec.Env)
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"time"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -92,8 +93,23 @@ func specToPB(spec Spec) *pb.DeployRequest {
 	return &pb.DeployRequest{
 		Env: spec.Env, Dir: spec.Dir, Image: spec.Image, Command: spec.Command, Build: spec.Build,
 		Port: int32(spec.Port), EnvVars: spec.EnvVars, Cpu: spec.CPU, MemoryMb: int32(spec.MemoryMB),
-		Labels: spec.Labels,
+		Labels: spec.Labels, StorageMb: int32(spec.StorageMB), NoInternet: spec.NoInternet,
+		BuildTimeoutSec: int32(spec.BuildTimeout / time.Second), Terminal: terminalToPB(spec.Terminal),
 	}
+}
+
+func terminalToPB(t *Terminal) *pb.TerminalSpec {
+	if t == nil {
+		return nil
+	}
+	return &pb.TerminalSpec{Workdir: t.Workdir}
+}
+
+func terminalFromPB(t *pb.TerminalSpec) *Terminal {
+	if t == nil {
+		return nil
+	}
+	return &Terminal{Workdir: t.Workdir}
 }
 
 func specFromPB(req *pb.DeployRequest) Spec {
@@ -103,7 +119,8 @@ func specFromPB(req *pb.DeployRequest) Spec {
 	return Spec{
 		Env: req.Env, Dir: req.Dir, Image: req.Image, Command: req.Command, Build: req.Build,
 		Port: int(req.Port), EnvVars: req.EnvVars, CPU: req.Cpu, MemoryMB: int(req.MemoryMb),
-		Labels: req.Labels,
+		Labels: req.Labels, StorageMB: int(req.StorageMb), NoInternet: req.NoInternet,
+		BuildTimeout: time.Duration(req.BuildTimeoutSec) * time.Second, Terminal: terminalFromPB(req.Terminal),
 	}
 }
 

@@ -42,6 +42,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/agentenv/agentenv/sdk"
 )
@@ -93,6 +94,30 @@ type Spec struct {
 	// The host always sets LabelEpisode, LabelTask, LabelDeploy and
 	// LabelCreated, and LabelServer when it serves.
 	Labels map[string]string
+
+	// Terminal, when set, asks the sandbox to run agentenv's terminal server
+	// as the env, injected into the container from outside (a read-only bind
+	// mount, an init container), so Image needs no change and its own
+	// entrypoint is not run: the server listens on Port and runs the model's
+	// commands in the container (docs/harbor.md). A sandbox that cannot inject
+	// it must refuse the Deploy with an error naming the sandboxes that can.
+	Terminal *Terminal
+	// StorageMB caps the env's writable disk where the sandbox can; 0 = the
+	// sandbox's default.
+	StorageMB int
+	// NoInternet: the env may reach nothing outside its sandbox (no route
+	// out); the host still reaches its endpoint.
+	NoInternet bool
+	// BuildTimeout bounds building the env's image (Prepare); 0 = the
+	// sandbox's default.
+	BuildTimeout time.Duration
+}
+
+// Terminal is how to run agentenv's injected terminal server.
+type Terminal struct {
+	// Workdir is where the model's commands run ("" = the image's WORKDIR,
+	// or / without one).
+	Workdir string
 }
 
 // Sandbox is the handle of a deployed env. The host keeps it and passes it

@@ -90,7 +90,26 @@ func printBundle(out io.Writer, b *bundle.Bundle) {
 		if len(e.Build) > 0 {
 			how = append(how, "build "+strings.Join(e.Build, " "))
 		}
-		how = append(how, fmt.Sprintf("port %d", e.Port))
+		if e.Terminal {
+			how = append(how, "terminal injected")
+			if e.Workdir != "" {
+				how = append(how, "workdir "+e.Workdir)
+			}
+			if e.NoInternet {
+				how = append(how, "no internet")
+			}
+			if e.CPU > 0 {
+				how = append(how, fmt.Sprintf("cpus %g", e.CPU))
+			}
+			if e.MemoryMB > 0 {
+				how = append(how, fmt.Sprintf("memory %d MB", e.MemoryMB))
+			}
+			if e.StorageMB > 0 {
+				how = append(how, fmt.Sprintf("storage %d MB", e.StorageMB))
+			}
+		} else {
+			how = append(how, fmt.Sprintf("port %d", e.Port))
+		}
 		fmt.Fprintf(w, "  %s\t%s\n", n, strings.Join(how, ", "))
 	}
 	fmt.Fprintf(w, "\nsplits (%d):\n", len(b.Splits))

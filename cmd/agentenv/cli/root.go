@@ -29,6 +29,7 @@ func NewRootCmd(version string) *cobra.Command {
 		newEvalCmd(),
 		newPlayCmd(),
 		newBundleCmd(),
+		newHarborCmd(),
 		newSkyrlCmd(),
 		newPluginsCmd(),
 		newSandboxesCmd(),

@@ -759,19 +759,24 @@ func (x *ParseResponse) GetUnknownToolSet() bool {
 }
 
 type DeployRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Env           string                 `protobuf:"bytes,1,opt,name=env,proto3" json:"env,omitempty"`
-	Dir           string                 `protobuf:"bytes,2,opt,name=dir,proto3" json:"dir,omitempty"`
-	Image         string                 `protobuf:"bytes,3,opt,name=image,proto3" json:"image,omitempty"`
-	Command       []string               `protobuf:"bytes,4,rep,name=command,proto3" json:"command,omitempty"`
-	Port          int32                  `protobuf:"varint,5,opt,name=port,proto3" json:"port,omitempty"`
-	EnvVars       map[string]string      `protobuf:"bytes,6,rep,name=env_vars,json=envVars,proto3" json:"env_vars,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Cpu           float64                `protobuf:"fixed64,7,opt,name=cpu,proto3" json:"cpu,omitempty"`
-	MemoryMb      int32                  `protobuf:"varint,8,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
-	Labels        map[string]string      `protobuf:"bytes,9,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Build         []string               `protobuf:"bytes,10,rep,name=build,proto3" json:"build,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Env      string                 `protobuf:"bytes,1,opt,name=env,proto3" json:"env,omitempty"`
+	Dir      string                 `protobuf:"bytes,2,opt,name=dir,proto3" json:"dir,omitempty"`
+	Image    string                 `protobuf:"bytes,3,opt,name=image,proto3" json:"image,omitempty"`
+	Command  []string               `protobuf:"bytes,4,rep,name=command,proto3" json:"command,omitempty"`
+	Port     int32                  `protobuf:"varint,5,opt,name=port,proto3" json:"port,omitempty"`
+	EnvVars  map[string]string      `protobuf:"bytes,6,rep,name=env_vars,json=envVars,proto3" json:"env_vars,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Cpu      float64                `protobuf:"fixed64,7,opt,name=cpu,proto3" json:"cpu,omitempty"`
+	MemoryMb int32                  `protobuf:"varint,8,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
+	Labels   map[string]string      `protobuf:"bytes,9,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Build    []string               `protobuf:"bytes,10,rep,name=build,proto3" json:"build,omitempty"`
+	// terminal: run agentenv's terminal server as the env (Harbor tasks).
+	Terminal        *TerminalSpec `protobuf:"bytes,11,opt,name=terminal,proto3" json:"terminal,omitempty"`
+	StorageMb       int32         `protobuf:"varint,12,opt,name=storage_mb,json=storageMb,proto3" json:"storage_mb,omitempty"`
+	NoInternet      bool          `protobuf:"varint,13,opt,name=no_internet,json=noInternet,proto3" json:"no_internet,omitempty"`
+	BuildTimeoutSec int32         `protobuf:"varint,14,opt,name=build_timeout_sec,json=buildTimeoutSec,proto3" json:"build_timeout_sec,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *DeployRequest) Reset() {
@@ -874,6 +879,79 @@ func (x *DeployRequest) GetBuild() []string {
 	return nil
 }
 
+func (x *DeployRequest) GetTerminal() *TerminalSpec {
+	if x != nil {
+		return x.Terminal
+	}
+	return nil
+}
+
+func (x *DeployRequest) GetStorageMb() int32 {
+	if x != nil {
+		return x.StorageMb
+	}
+	return 0
+}
+
+func (x *DeployRequest) GetNoInternet() bool {
+	if x != nil {
+		return x.NoInternet
+	}
+	return false
+}
+
+func (x *DeployRequest) GetBuildTimeoutSec() int32 {
+	if x != nil {
+		return x.BuildTimeoutSec
+	}
+	return 0
+}
+
+// TerminalSpec asks the sandbox to inject agentenv's terminal server.
+type TerminalSpec struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Workdir       string                 `protobuf:"bytes,1,opt,name=workdir,proto3" json:"workdir,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TerminalSpec) Reset() {
+	*x = TerminalSpec{}
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TerminalSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TerminalSpec) ProtoMessage() {}
+
+func (x *TerminalSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TerminalSpec.ProtoReflect.Descriptor instead.
+func (*TerminalSpec) Descriptor() ([]byte, []int) {
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *TerminalSpec) GetWorkdir() string {
+	if x != nil {
+		return x.Workdir
+	}
+	return ""
+}
+
 type PrepareRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Spec          *DeployRequest         `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
@@ -883,7 +961,7 @@ type PrepareRequest struct {
 
 func (x *PrepareRequest) Reset() {
 	*x = PrepareRequest{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -895,7 +973,7 @@ func (x *PrepareRequest) String() string {
 func (*PrepareRequest) ProtoMessage() {}
 
 func (x *PrepareRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -908,7 +986,7 @@ func (x *PrepareRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareRequest.ProtoReflect.Descriptor instead.
 func (*PrepareRequest) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PrepareRequest) GetSpec() *DeployRequest {
@@ -926,7 +1004,7 @@ type PrepareResponse struct {
 
 func (x *PrepareResponse) Reset() {
 	*x = PrepareResponse{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -938,7 +1016,7 @@ func (x *PrepareResponse) String() string {
 func (*PrepareResponse) ProtoMessage() {}
 
 func (x *PrepareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -951,7 +1029,7 @@ func (x *PrepareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareResponse.ProtoReflect.Descriptor instead.
 func (*PrepareResponse) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 type SandboxInfo struct {
@@ -966,7 +1044,7 @@ type SandboxInfo struct {
 
 func (x *SandboxInfo) Reset() {
 	*x = SandboxInfo{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -978,7 +1056,7 @@ func (x *SandboxInfo) String() string {
 func (*SandboxInfo) ProtoMessage() {}
 
 func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -991,7 +1069,7 @@ func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxInfo.ProtoReflect.Descriptor instead.
 func (*SandboxInfo) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SandboxInfo) GetId() string {
@@ -1031,7 +1109,7 @@ type TerminateRequest struct {
 
 func (x *TerminateRequest) Reset() {
 	*x = TerminateRequest{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1043,7 +1121,7 @@ func (x *TerminateRequest) String() string {
 func (*TerminateRequest) ProtoMessage() {}
 
 func (x *TerminateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1056,7 +1134,7 @@ func (x *TerminateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminateRequest.ProtoReflect.Descriptor instead.
 func (*TerminateRequest) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TerminateRequest) GetSandbox() *SandboxInfo {
@@ -1074,7 +1152,7 @@ type TerminateResponse struct {
 
 func (x *TerminateResponse) Reset() {
 	*x = TerminateResponse{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1086,7 +1164,7 @@ func (x *TerminateResponse) String() string {
 func (*TerminateResponse) ProtoMessage() {}
 
 func (x *TerminateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1099,7 +1177,7 @@ func (x *TerminateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminateResponse.ProtoReflect.Descriptor instead.
 func (*TerminateResponse) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 type ListRequest struct {
@@ -1111,7 +1189,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1123,7 +1201,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1136,7 +1214,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListRequest) GetLabels() map[string]string {
@@ -1155,7 +1233,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1245,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1258,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListResponse) GetSandboxes() []*SandboxInfo {
@@ -1200,7 +1278,7 @@ type ExecRequest struct {
 
 func (x *ExecRequest) Reset() {
 	*x = ExecRequest{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1212,7 +1290,7 @@ func (x *ExecRequest) String() string {
 func (*ExecRequest) ProtoMessage() {}
 
 func (x *ExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1225,7 +1303,7 @@ func (x *ExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
 func (*ExecRequest) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ExecRequest) GetSandbox() *SandboxInfo {
@@ -1253,7 +1331,7 @@ type ExecResponse struct {
 
 func (x *ExecResponse) Reset() {
 	*x = ExecResponse{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1265,7 +1343,7 @@ func (x *ExecResponse) String() string {
 func (*ExecResponse) ProtoMessage() {}
 
 func (x *ExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1278,7 +1356,7 @@ func (x *ExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResponse.ProtoReflect.Descriptor instead.
 func (*ExecResponse) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ExecResponse) GetExitCode() int32 {
@@ -1349,7 +1427,7 @@ const file_agentenv_plugin_v1_plugin_proto_rawDesc = "" +
 	"\bunparsed\x18\x03 \x03(\v2\x1c.agentenv.plugin.v1.UnparsedR\bunparsed\x12)\n" +
 	"\x10unparsed_omitted\x18\x04 \x01(\rR\x0funparsedOmitted\x12#\n" +
 	"\rcalls_omitted\x18\x05 \x01(\rR\fcallsOmitted\x12(\n" +
-	"\x10unknown_tool_set\x18\x06 \x01(\bR\x0eunknownToolSet\"\xc5\x03\n" +
+	"\x10unknown_tool_set\x18\x06 \x01(\bR\x0eunknownToolSet\"\xef\x04\n" +
 	"\rDeployRequest\x12\x10\n" +
 	"\x03env\x18\x01 \x01(\tR\x03env\x12\x10\n" +
 	"\x03dir\x18\x02 \x01(\tR\x03dir\x12\x14\n" +
@@ -1361,13 +1439,21 @@ const file_agentenv_plugin_v1_plugin_proto_rawDesc = "" +
 	"\tmemory_mb\x18\b \x01(\x05R\bmemoryMb\x12E\n" +
 	"\x06labels\x18\t \x03(\v2-.agentenv.plugin.v1.DeployRequest.LabelsEntryR\x06labels\x12\x14\n" +
 	"\x05build\x18\n" +
-	" \x03(\tR\x05build\x1a:\n" +
+	" \x03(\tR\x05build\x12<\n" +
+	"\bterminal\x18\v \x01(\v2 .agentenv.plugin.v1.TerminalSpecR\bterminal\x12\x1d\n" +
+	"\n" +
+	"storage_mb\x18\f \x01(\x05R\tstorageMb\x12\x1f\n" +
+	"\vno_internet\x18\r \x01(\bR\n" +
+	"noInternet\x12*\n" +
+	"\x11build_timeout_sec\x18\x0e \x01(\x05R\x0fbuildTimeoutSec\x1a:\n" +
 	"\fEnvVarsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"G\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"(\n" +
+	"\fTerminalSpec\x12\x18\n" +
+	"\aworkdir\x18\x01 \x01(\tR\aworkdir\"G\n" +
 	"\x0ePrepareRequest\x125\n" +
 	"\x04spec\x18\x01 \x01(\v2!.agentenv.plugin.v1.DeployRequestR\x04spec\"\x11\n" +
 	"\x0fPrepareResponse\"\xcf\x01\n" +
@@ -1424,7 +1510,7 @@ func file_agentenv_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 	return file_agentenv_plugin_v1_plugin_proto_rawDescData
 }
 
-var file_agentenv_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_agentenv_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_agentenv_plugin_v1_plugin_proto_goTypes = []any{
 	(*InfoRequest)(nil),           // 0: agentenv.plugin.v1.InfoRequest
 	(*InfoResponse)(nil),          // 1: agentenv.plugin.v1.InfoResponse
@@ -1441,58 +1527,60 @@ var file_agentenv_plugin_v1_plugin_proto_goTypes = []any{
 	(*ParseRequest)(nil),          // 12: agentenv.plugin.v1.ParseRequest
 	(*ParseResponse)(nil),         // 13: agentenv.plugin.v1.ParseResponse
 	(*DeployRequest)(nil),         // 14: agentenv.plugin.v1.DeployRequest
-	(*PrepareRequest)(nil),        // 15: agentenv.plugin.v1.PrepareRequest
-	(*PrepareResponse)(nil),       // 16: agentenv.plugin.v1.PrepareResponse
-	(*SandboxInfo)(nil),           // 17: agentenv.plugin.v1.SandboxInfo
-	(*TerminateRequest)(nil),      // 18: agentenv.plugin.v1.TerminateRequest
-	(*TerminateResponse)(nil),     // 19: agentenv.plugin.v1.TerminateResponse
-	(*ListRequest)(nil),           // 20: agentenv.plugin.v1.ListRequest
-	(*ListResponse)(nil),          // 21: agentenv.plugin.v1.ListResponse
-	(*ExecRequest)(nil),           // 22: agentenv.plugin.v1.ExecRequest
-	(*ExecResponse)(nil),          // 23: agentenv.plugin.v1.ExecResponse
-	nil,                           // 24: agentenv.plugin.v1.DeployRequest.EnvVarsEntry
-	nil,                           // 25: agentenv.plugin.v1.DeployRequest.LabelsEntry
-	nil,                           // 26: agentenv.plugin.v1.SandboxInfo.LabelsEntry
-	nil,                           // 27: agentenv.plugin.v1.ListRequest.LabelsEntry
+	(*TerminalSpec)(nil),          // 15: agentenv.plugin.v1.TerminalSpec
+	(*PrepareRequest)(nil),        // 16: agentenv.plugin.v1.PrepareRequest
+	(*PrepareResponse)(nil),       // 17: agentenv.plugin.v1.PrepareResponse
+	(*SandboxInfo)(nil),           // 18: agentenv.plugin.v1.SandboxInfo
+	(*TerminateRequest)(nil),      // 19: agentenv.plugin.v1.TerminateRequest
+	(*TerminateResponse)(nil),     // 20: agentenv.plugin.v1.TerminateResponse
+	(*ListRequest)(nil),           // 21: agentenv.plugin.v1.ListRequest
+	(*ListResponse)(nil),          // 22: agentenv.plugin.v1.ListResponse
+	(*ExecRequest)(nil),           // 23: agentenv.plugin.v1.ExecRequest
+	(*ExecResponse)(nil),          // 24: agentenv.plugin.v1.ExecResponse
+	nil,                           // 25: agentenv.plugin.v1.DeployRequest.EnvVarsEntry
+	nil,                           // 26: agentenv.plugin.v1.DeployRequest.LabelsEntry
+	nil,                           // 27: agentenv.plugin.v1.SandboxInfo.LabelsEntry
+	nil,                           // 28: agentenv.plugin.v1.ListRequest.LabelsEntry
 }
 var file_agentenv_plugin_v1_plugin_proto_depIdxs = []int32{
 	4,  // 0: agentenv.plugin.v1.CombineRequest.scores:type_name -> agentenv.plugin.v1.Score
 	9,  // 1: agentenv.plugin.v1.RegisterToolsRequest.tools:type_name -> agentenv.plugin.v1.Tool
 	10, // 2: agentenv.plugin.v1.ParseResponse.calls:type_name -> agentenv.plugin.v1.Call
 	11, // 3: agentenv.plugin.v1.ParseResponse.unparsed:type_name -> agentenv.plugin.v1.Unparsed
-	24, // 4: agentenv.plugin.v1.DeployRequest.env_vars:type_name -> agentenv.plugin.v1.DeployRequest.EnvVarsEntry
-	25, // 5: agentenv.plugin.v1.DeployRequest.labels:type_name -> agentenv.plugin.v1.DeployRequest.LabelsEntry
-	14, // 6: agentenv.plugin.v1.PrepareRequest.spec:type_name -> agentenv.plugin.v1.DeployRequest
-	26, // 7: agentenv.plugin.v1.SandboxInfo.labels:type_name -> agentenv.plugin.v1.SandboxInfo.LabelsEntry
-	17, // 8: agentenv.plugin.v1.TerminateRequest.sandbox:type_name -> agentenv.plugin.v1.SandboxInfo
-	27, // 9: agentenv.plugin.v1.ListRequest.labels:type_name -> agentenv.plugin.v1.ListRequest.LabelsEntry
-	17, // 10: agentenv.plugin.v1.ListResponse.sandboxes:type_name -> agentenv.plugin.v1.SandboxInfo
-	17, // 11: agentenv.plugin.v1.ExecRequest.sandbox:type_name -> agentenv.plugin.v1.SandboxInfo
-	0,  // 12: agentenv.plugin.v1.Base.Info:input_type -> agentenv.plugin.v1.InfoRequest
-	2,  // 13: agentenv.plugin.v1.Base.Configure:input_type -> agentenv.plugin.v1.ConfigureRequest
-	5,  // 14: agentenv.plugin.v1.Reward.Combine:input_type -> agentenv.plugin.v1.CombineRequest
-	7,  // 15: agentenv.plugin.v1.ToolFormat.RegisterTools:input_type -> agentenv.plugin.v1.RegisterToolsRequest
-	12, // 16: agentenv.plugin.v1.ToolFormat.Parse:input_type -> agentenv.plugin.v1.ParseRequest
-	15, // 17: agentenv.plugin.v1.Sandbox.Prepare:input_type -> agentenv.plugin.v1.PrepareRequest
-	14, // 18: agentenv.plugin.v1.Sandbox.Deploy:input_type -> agentenv.plugin.v1.DeployRequest
-	18, // 19: agentenv.plugin.v1.Sandbox.Terminate:input_type -> agentenv.plugin.v1.TerminateRequest
-	20, // 20: agentenv.plugin.v1.Sandbox.List:input_type -> agentenv.plugin.v1.ListRequest
-	22, // 21: agentenv.plugin.v1.Sandbox.Exec:input_type -> agentenv.plugin.v1.ExecRequest
-	1,  // 22: agentenv.plugin.v1.Base.Info:output_type -> agentenv.plugin.v1.InfoResponse
-	3,  // 23: agentenv.plugin.v1.Base.Configure:output_type -> agentenv.plugin.v1.ConfigureResponse
-	6,  // 24: agentenv.plugin.v1.Reward.Combine:output_type -> agentenv.plugin.v1.CombineResponse
-	8,  // 25: agentenv.plugin.v1.ToolFormat.RegisterTools:output_type -> agentenv.plugin.v1.RegisterToolsResponse
-	13, // 26: agentenv.plugin.v1.ToolFormat.Parse:output_type -> agentenv.plugin.v1.ParseResponse
-	16, // 27: agentenv.plugin.v1.Sandbox.Prepare:output_type -> agentenv.plugin.v1.PrepareResponse
-	17, // 28: agentenv.plugin.v1.Sandbox.Deploy:output_type -> agentenv.plugin.v1.SandboxInfo
-	19, // 29: agentenv.plugin.v1.Sandbox.Terminate:output_type -> agentenv.plugin.v1.TerminateResponse
-	21, // 30: agentenv.plugin.v1.Sandbox.List:output_type -> agentenv.plugin.v1.ListResponse
-	23, // 31: agentenv.plugin.v1.Sandbox.Exec:output_type -> agentenv.plugin.v1.ExecResponse
-	22, // [22:32] is the sub-list for method output_type
-	12, // [12:22] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	25, // 4: agentenv.plugin.v1.DeployRequest.env_vars:type_name -> agentenv.plugin.v1.DeployRequest.EnvVarsEntry
+	26, // 5: agentenv.plugin.v1.DeployRequest.labels:type_name -> agentenv.plugin.v1.DeployRequest.LabelsEntry
+	15, // 6: agentenv.plugin.v1.DeployRequest.terminal:type_name -> agentenv.plugin.v1.TerminalSpec
+	14, // 7: agentenv.plugin.v1.PrepareRequest.spec:type_name -> agentenv.plugin.v1.DeployRequest
+	27, // 8: agentenv.plugin.v1.SandboxInfo.labels:type_name -> agentenv.plugin.v1.SandboxInfo.LabelsEntry
+	18, // 9: agentenv.plugin.v1.TerminateRequest.sandbox:type_name -> agentenv.plugin.v1.SandboxInfo
+	28, // 10: agentenv.plugin.v1.ListRequest.labels:type_name -> agentenv.plugin.v1.ListRequest.LabelsEntry
+	18, // 11: agentenv.plugin.v1.ListResponse.sandboxes:type_name -> agentenv.plugin.v1.SandboxInfo
+	18, // 12: agentenv.plugin.v1.ExecRequest.sandbox:type_name -> agentenv.plugin.v1.SandboxInfo
+	0,  // 13: agentenv.plugin.v1.Base.Info:input_type -> agentenv.plugin.v1.InfoRequest
+	2,  // 14: agentenv.plugin.v1.Base.Configure:input_type -> agentenv.plugin.v1.ConfigureRequest
+	5,  // 15: agentenv.plugin.v1.Reward.Combine:input_type -> agentenv.plugin.v1.CombineRequest
+	7,  // 16: agentenv.plugin.v1.ToolFormat.RegisterTools:input_type -> agentenv.plugin.v1.RegisterToolsRequest
+	12, // 17: agentenv.plugin.v1.ToolFormat.Parse:input_type -> agentenv.plugin.v1.ParseRequest
+	16, // 18: agentenv.plugin.v1.Sandbox.Prepare:input_type -> agentenv.plugin.v1.PrepareRequest
+	14, // 19: agentenv.plugin.v1.Sandbox.Deploy:input_type -> agentenv.plugin.v1.DeployRequest
+	19, // 20: agentenv.plugin.v1.Sandbox.Terminate:input_type -> agentenv.plugin.v1.TerminateRequest
+	21, // 21: agentenv.plugin.v1.Sandbox.List:input_type -> agentenv.plugin.v1.ListRequest
+	23, // 22: agentenv.plugin.v1.Sandbox.Exec:input_type -> agentenv.plugin.v1.ExecRequest
+	1,  // 23: agentenv.plugin.v1.Base.Info:output_type -> agentenv.plugin.v1.InfoResponse
+	3,  // 24: agentenv.plugin.v1.Base.Configure:output_type -> agentenv.plugin.v1.ConfigureResponse
+	6,  // 25: agentenv.plugin.v1.Reward.Combine:output_type -> agentenv.plugin.v1.CombineResponse
+	8,  // 26: agentenv.plugin.v1.ToolFormat.RegisterTools:output_type -> agentenv.plugin.v1.RegisterToolsResponse
+	13, // 27: agentenv.plugin.v1.ToolFormat.Parse:output_type -> agentenv.plugin.v1.ParseResponse
+	17, // 28: agentenv.plugin.v1.Sandbox.Prepare:output_type -> agentenv.plugin.v1.PrepareResponse
+	18, // 29: agentenv.plugin.v1.Sandbox.Deploy:output_type -> agentenv.plugin.v1.SandboxInfo
+	20, // 30: agentenv.plugin.v1.Sandbox.Terminate:output_type -> agentenv.plugin.v1.TerminateResponse
+	22, // 31: agentenv.plugin.v1.Sandbox.List:output_type -> agentenv.plugin.v1.ListResponse
+	24, // 32: agentenv.plugin.v1.Sandbox.Exec:output_type -> agentenv.plugin.v1.ExecResponse
+	23, // [23:33] is the sub-list for method output_type
+	13, // [13:23] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_agentenv_plugin_v1_plugin_proto_init() }
@@ -1506,7 +1594,7 @@ func file_agentenv_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentenv_plugin_v1_plugin_proto_rawDesc), len(file_agentenv_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

@@ -1,0 +1,2 @@
+#!/bin/bash
+echo "very good" > /logs/verifier/reward.txt

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package terminal
+
+import "errors"
+
+func becomeSubreaper() error { return errors.New("only Linux has child subreapers") }
