@@ -83,7 +83,12 @@ type wireContent struct {
 // call makes one tools/call and returns its answer as Call does.
 func (l *lean) call(ctx context.Context, endpoint, name string, args any) (Result, error) {
 	id := "agentenv-" + strconv.FormatUint(l.nextID.Add(1), 10)
-	body, err := json.Marshal(struct {
+	// Sent as written: no HTML escaping of <, > and & (the SDK's encoder
+	// leaves them too).
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(struct {
 		JSONRPC string `json:"jsonrpc"`
 		ID      string `json:"id"`
 		Method  string `json:"method"`
@@ -95,7 +100,7 @@ func (l *lean) call(ctx context.Context, endpoint, name string, args any) (Resul
 	if err != nil {
 		return Result{}, fmt.Errorf("calling %q: %w", "tools/call", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, &body)
 	if err != nil {
 		return Result{}, err
 	}

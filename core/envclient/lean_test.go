@@ -30,7 +30,7 @@ func TestLeanCallConformance(t *testing.T) {
 		{"setup", "load_puzzle", `{"target": 5, "start": 2}`, 0, 0},
 		{"after setup", "add", `{"n": 0}`, 0, 0},
 		{"arguments the schema refuses", "add", `{"n": "one"}`, 0, 0},
-		{"arguments as written", "echo_args", `{"n": 1.50, "k": [1, {"z": null}], "s": "\u00e9"}`, 0, 0},
+		{"arguments as written", "echo_args", `{"n": 1.50, "k": [1, {"z": null}], "s": "\u00e9 <&> \/ \u0000", "big": 123456789012345678901234567890}`, 0, 0},
 		{"several parts", "flood", `{"bytes": 10, "parts": 3, "char": "ab"}`, 0, 0},
 		{"cut", "flood", `{"bytes": 100000, "parts": 2}`, 1000, 0},
 		{"unknown tool", "nope", `{}`, 0, 0},

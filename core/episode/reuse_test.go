@@ -73,8 +73,9 @@ const cleanTask = `[
 ]`
 
 // playPuzzle plays the puzzle task to its end: add to the target, leave a
-// note, stop. It returns the final observation.
-func (r *rig) playPuzzle(add int) episode.Observation {
+// note, stop (after calling before, if any). It returns the final
+// observation.
+func (r *rig) playPuzzle(add int, before ...func()) episode.Observation {
 	r.t.Helper()
 	ep := r.play(episode.Request{TaskID: "puzzle"})
 	obs := r.start(ep)
@@ -84,6 +85,9 @@ func (r *rig) playPuzzle(add int) episode.Observation {
 		}
 	}
 	r.step(ep, call("add", map[string]int{"n": add})+call("write_note", map[string]string{"text": "seen"}))
+	for _, f := range before {
+		f()
+	}
 	obs = r.step(ep, "done")
 	if !obs.Done || *obs.Reward != 1 {
 		r.t.Fatalf("puzzle: want reward 1, got %+v", obs)
@@ -158,14 +162,16 @@ func TestFailedResetNeverHandsOutTheEnv(t *testing.T) {
 			r, log := reuseRig(t, dir)
 			r.playPuzzle(3)
 			first := r.liveIDs()
-			r.playPuzzle(3) // on the reset env
+			// On the reset env; the reset after it fails (the knob is set
+			// before its end, which starts the reset).
+			r.playPuzzle(3, func() {
+				if err := os.WriteFile(knob, []byte(mode), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			})
 			if n := r.driver.deploys.Load(); n != 1 || len(first) != 1 {
 				t.Fatalf("second episode: %d deploys, sandboxes %v; want the first env reused", n, first)
 			}
-			if err := os.WriteFile(knob, []byte(mode), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			// Released after the second episode: this reset fails.
 			r.playPuzzle(3)
 			if n := r.driver.deploys.Load(); n != 2 {
 				t.Fatalf("after a failed reset: %d deploys, want 2 (a fresh env)", n)
