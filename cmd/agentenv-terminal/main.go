@@ -5,6 +5,7 @@
 // (docs/harbor-tools.md).
 //
 //	agentenv-terminal [--host H] [--port P] [--workdir DIR] [--verifier-logs DIR]
+//	agentenv-terminal drop-default-routes   (for sandboxes: see droproutes.go)
 //
 // The port defaults to $AGENTENV_PORT (else 18765), the workdir to
 // $AGENTENV_WORKDIR (else the current folder). It listens on all addresses
@@ -43,6 +44,9 @@ const defaultPort = 18765
 const shutdownGrace = time.Second
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == dropRoutesArg {
+		os.Exit(dropRoutes(os.Stdout))
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("name", "agentenv-terminal")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

@@ -186,7 +186,7 @@ func TestReplyResultCapIsBounded(t *testing.T) {
 // The SkyRL client's frame limit is the one the engine's reply bound is
 // sized for: a frame past the client's kills its session (close 1006).
 func TestClientFrameLimitMatchesTheSkyRLClient(t *testing.T) {
-	src, err := os.ReadFile("../../integrations/skyrl/agentenv_skyrl/session.py")
+	src, err := os.ReadFile("../../integrations/episode/agentenv_episode/session.py")
 	if err != nil {
 		t.Fatal(err)
 	}

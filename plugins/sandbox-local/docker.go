@@ -51,6 +51,9 @@ type engine struct {
 	// (lock contention, a port proxy and a layer copy each), so that
 	// deploys run past their deadlines; in turns, each is quick.
 	busy chan struct{}
+	// builds bounds the image builds in flight (parallel_builds): each
+	// takes the engine's CPU and disk for minutes.
+	builds chan struct{}
 
 	mu      sync.Mutex
 	cli     *client.Client
@@ -62,10 +65,16 @@ type engine struct {
 	// rebuilds makes the deploys that find an image gone wait for one
 	// build of it (docker_regone.go).
 	rebuilds singleflight.Group
+	// noStorageOpt is why the engine refused a container disk size (its
+	// storage driver cannot cap one), once it did: storage_mb is then
+	// logged once as not enforced and no longer asked for.
+	noStorageOpt error
+	helper       singleflight.Group // makes the no-route helper's image once
 }
 
-func newEngine(host string, subnets *subnetPool, parallel int, log hclog.Logger) *engine {
-	return &engine{host: host, subnets: subnets, log: log, busy: make(chan struct{}, parallel), images: map[string]imageInfo{}}
+func newEngine(host string, subnets *subnetPool, parallel, builds int, log hclog.Logger) *engine {
+	return &engine{host: host, subnets: subnets, log: log, busy: make(chan struct{}, parallel),
+		builds: make(chan struct{}, builds), images: map[string]imageInfo{}}
 }
 
 // turn waits for a turn to run engine operations; release it when done.
@@ -180,6 +189,9 @@ func (p *Plugin) modeFor(ctx context.Context, spec sandbox.Spec) (string, error)
 		}
 		return fmt.Errorf("sandbox-local: env %q has no command to run", spec.Env)
 	}
+	if spec.Terminal != nil {
+		return p.terminalMode(ctx, cfg.Mode, spec)
+	}
 	switch cfg.Mode {
 	case ModeProcess:
 		if len(spec.Command) == 0 {
@@ -211,11 +223,37 @@ func (p *Plugin) modeFor(ctx context.Context, spec sandbox.Spec) (string, error)
 	return ModeDocker, nil
 }
 
+// terminalMode is the mode of an env that runs agentenv's terminal in its
+// image (a Harbor task): Docker, whatever the env declares, since only a
+// container can take the injected binary; process mode refuses it.
+func (p *Plugin) terminalMode(ctx context.Context, mode string, spec sandbox.Spec) (string, error) {
+	if mode == ModeProcess {
+		return "", terminalRefusal(spec, "mode is process")
+	}
+	if spec.Image == "" {
+		return "", fmt.Errorf("sandbox-local: env %q runs agentenv's terminal in its image's container, but names no image", spec.Env)
+	}
+	if _, err := p.engine().client(ctx); err != nil {
+		return "", terminalRefusal(spec, err.Error())
+	}
+	return ModeDocker, nil
+}
+
+// terminalRefusal is the error for an env that runs agentenv's terminal
+// in its image's container where this plugin cannot start one.
+func terminalRefusal(spec sandbox.Spec, why string) error {
+	return fmt.Errorf("sandbox-local: env %q runs agentenv's terminal in its image's container (a Harbor task), and %s: "+
+		"process mode cannot run it; run it with --sandbox local in Docker mode (mode auto or docker, with a Docker engine running) or with --sandbox k8s", spec.Env, why)
+}
+
 // modeWhy says why an env got mode, and how to pick the other: the line
 // each env's first prepare or deploy logs.
 func modeWhy(cfgMode, mode string, spec sandbox.Spec) (why, other string) {
 	if cfgMode != ModeAuto {
 		return "mode " + cfgMode + " is set", "--sandbox-config mode=auto picks per env"
+	}
+	if spec.Terminal != nil {
+		return "the env runs agentenv's terminal in its image's container, which only Docker mode can do", ""
 	}
 	if mode == ModeProcess {
 		why = "mode auto runs an env that declares a command as a plain process (no isolation)"

@@ -104,6 +104,10 @@ func (p *Plugin) listDocker(ctx context.Context, cli *client.Client, labels map[
 			continue
 		}
 		f := get(id, c.Labels)
+		if c.Labels[LabelHelper] != "" {
+			delete(f.sb.Labels, LabelHelper)
+			continue // listed for reaping; removeDocker removes it by name
+		}
 		f.h.Container = c.ID
 		for _, pt := range c.Ports {
 			if pt.PublicPort != 0 && pt.IP == localhost {

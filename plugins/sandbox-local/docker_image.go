@@ -14,6 +14,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/hashicorp/go-hclog"
 	"github.com/moby/moby/api/types/build"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
@@ -29,6 +30,7 @@ const LabelRoot = "agentenv.root"
 // imageInfo is what a deploy needs to know of an env's image.
 type imageInfo struct {
 	writableRoot bool
+	workdir      string // the image's WORKDIR ("" = none)
 }
 
 // image returns what the engine knows of an image, remembered per engine.
@@ -63,6 +65,7 @@ func inspectImage(ctx context.Context, cli *client.Client, ref string) (imageInf
 	var info imageInfo
 	if ins.Config != nil {
 		info.writableRoot = ins.Config.Labels[LabelRoot] == "writable"
+		info.workdir = ins.Config.WorkingDir
 	}
 	return info, true, nil
 }
@@ -70,9 +73,19 @@ func inspectImage(ctx context.Context, cli *client.Client, ref string) (imageInf
 // prepareDocker makes sure the env's image is on the engine. When the tag
 // is missing it runs the env's build command (which may compile what the
 // Dockerfile copies) and builds the image from the env's folder, or pulls
-// it when the folder has no Dockerfile. The build's progress goes to the
-// log. A tag that exists is used as it is: change the tag to rebuild.
+// it when the folder has no Dockerfile: at most parallel_builds at once,
+// each within the env's build timeout. The build's progress goes to the
+// log. A tag that exists is used as it is: change the tag to rebuild (a
+// Harbor task's tag is its build context's content hash, so it is reused
+// across episodes and restarts until the context changes).
 func (p *Plugin) prepareDocker(ctx context.Context, spec sandbox.Spec) error {
+	if spec.Terminal != nil || spec.NoInternet {
+		// Found now, so a server refuses to start without it rather than
+		// failing every deploy.
+		if _, err := p.terminalBinary(); err != nil {
+			return fmt.Errorf("sandbox-local: env %q: %w", spec.Env, err)
+		}
+	}
 	eng := p.engine()
 	cli, err := eng.client(ctx)
 	if err != nil {
@@ -84,8 +97,20 @@ func (p *Plugin) prepareDocker(ctx context.Context, spec sandbox.Spec) error {
 		}
 		return err
 	}
-	cfg := p.config()
-	bctx, cancel := context.WithTimeout(ctx, time.Duration(cfg.BuildTimeout))
+	release, err := eng.buildTurn(ctx, p.log, spec)
+	if err != nil {
+		return fmt.Errorf("sandbox-local: env %q: image %s: %w", spec.Env, spec.Image, err)
+	}
+	defer release()
+	// Another env with the same tag may have built it while this one waited.
+	if _, found, err := inspectImage(ctx, cli, spec.Image); err != nil || found {
+		if found {
+			p.log.Info("image present", "env", spec.Env, "image", spec.Image, "built_by", "another env, while this one waited")
+		}
+		return err
+	}
+	timeout := p.buildTimeout(spec)
+	bctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
 	dockerfile := filepath.Join(spec.Dir, "Dockerfile")
@@ -93,20 +118,38 @@ func (p *Plugin) prepareDocker(ctx context.Context, spec sandbox.Spec) error {
 		if err := p.runBuild(ctx, spec); err != nil {
 			return err
 		}
-		p.log.Info("building image", "env", spec.Env, "image", spec.Image, "context", spec.Dir)
+		p.log.Info("building image", "env", spec.Env, "image", spec.Image, "context", spec.Dir, "timeout", timeout.String())
 		err = p.buildImage(bctx, cli, spec)
 	} else {
-		p.log.Info("pulling image (the env's folder has no Dockerfile)", "env", spec.Env, "image", spec.Image)
+		p.log.Info("pulling image (the env's folder has no Dockerfile)", "env", spec.Env, "image", spec.Image, "timeout", timeout.String())
 		err = p.pullImage(bctx, cli, spec)
 	}
 	if err != nil {
 		if bctx.Err() != nil && ctx.Err() == nil {
-			err = fmt.Errorf("%w (build_timeout %s): %w", err, time.Duration(cfg.BuildTimeout), bctx.Err())
+			err = fmt.Errorf("%w (the build ran past its timeout of %s: raise the env's build timeout, e.g. a Harbor task's build_timeout_sec, or the build_timeout setting): %w", err, timeout, bctx.Err())
 		}
+		p.log.Error("image build failed", "env", spec.Env, "image", spec.Image, "took", time.Since(start).String(), "error", err)
 		return fmt.Errorf("sandbox-local: env %q: image %s: %w", spec.Env, spec.Image, err)
 	}
 	p.log.Info("image ready", "env", spec.Env, "image", spec.Image, "took", time.Since(start).String())
 	return nil
+}
+
+// buildTurn waits for one of the parallel_builds turns to build an image,
+// saying so in the log when it has to wait; release it when done.
+func (e *engine) buildTurn(ctx context.Context, log hclog.Logger, spec sandbox.Spec) (release func(), _ error) {
+	select {
+	case e.builds <- struct{}{}:
+		return func() { <-e.builds }, nil
+	default:
+	}
+	log.Info("waiting for a build turn", "env", spec.Env, "image", spec.Image, "parallel_builds", cap(e.builds))
+	select {
+	case e.builds <- struct{}{}:
+		return func() { <-e.builds }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for a build turn (%d builds run at once: parallel_builds): %w", cap(e.builds), ctx.Err())
+	}
 }
 
 // buildImage builds spec.Image from the env's folder (the whole folder is

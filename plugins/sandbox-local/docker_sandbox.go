@@ -43,8 +43,16 @@ const probeWait = 2 * time.Second
 // cleanupTimeout bounds removing what a failed deploy created.
 const cleanupTimeout = 30 * time.Second
 
+// createTimeout bounds one container creation, which a deploy waits out
+// even past its own deadline (so that it can remove what it made).
+const createTimeout = 2 * time.Minute
+
 // localhost is where sandbox ports are published: never other interfaces.
 var localhost = netip.MustParseAddr("127.0.0.1")
+
+// terminalRun is how a deploy runs agentenv's terminal binary: bin is
+// set for terminal and no-internet envs, workdir for terminal envs.
+type terminalRun struct{ bin, workdir string }
 
 func (p *Plugin) deployDocker(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
 	cfg := p.config()
@@ -67,6 +75,17 @@ func (p *Plugin) deployDocker(ctx context.Context, spec sandbox.Spec) (sandbox.S
 	img, err := p.imageFor(ctx, cli, spec)
 	if err != nil {
 		return fail(err)
+	}
+	var term terminalRun
+	if spec.Terminal != nil || spec.NoInternet {
+		if term.bin, err = p.terminalBinary(); err != nil {
+			return fail(err)
+		}
+	}
+	if spec.Terminal != nil {
+		if term.workdir, err = terminalWorkdir(spec, img); err != nil {
+			return fail(err)
+		}
 	}
 	if err := eng.loadSubnets(ctx, cli); err != nil {
 		return fail(err)
@@ -109,13 +128,33 @@ func (p *Plugin) deployDocker(ctx context.Context, spec sandbox.Spec) (sandbox.S
 	}
 	tNetwork := lap()
 	port, _ := network.PortFrom(uint16(spec.Port), network.TCP)
+	// The engine finishes a creation it was asked for even when the caller
+	// hangs up, and a big image's layer copy (vfs copies it whole) can take
+	// longer than any sweep after a deadline: so the creation is waited
+	// for, and what it made removed below when the deploy's time ran out.
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	defer ccancel()
 	create := func() (client.ContainerCreateResult, error) {
-		return cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-			Name:             name,
-			Config:           &container.Config{Image: spec.Image, Env: containerEnv(spec, id), Labels: labels, ExposedPorts: network.PortSet{port: {}}},
-			HostConfig:       hostConfig(cfg, spec, img, name, port),
+		cc := &container.Config{Image: spec.Image, Env: containerEnv(spec, id), Labels: labels, ExposedPorts: network.PortSet{port: {}}}
+		hc := hostConfig(cfg, spec, img, name, port)
+		if spec.Terminal != nil {
+			withTerminal(cc, hc, term.bin, term.workdir)
+		}
+		storage := eng.storageOpt(spec)
+		hc.StorageOpt = storage
+		res, err := cli.ContainerCreate(cctx, client.ContainerCreateOptions{
+			Name: name, Config: cc, HostConfig: hc,
 			NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{name: {}}},
 		})
+		if err != nil && storage != nil && storageRefused(err) {
+			eng.storageUnsupported(cctx, cli, spec, err)
+			hc.StorageOpt = nil
+			res, err = cli.ContainerCreate(cctx, client.ContainerCreateOptions{
+				Name: name, Config: cc, HostConfig: hc,
+				NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{name: {}}},
+			})
+		}
+		return res, err
 	}
 	created, err := create()
 	if cerrdefs.IsNotFound(err) {
@@ -128,6 +167,9 @@ func (p *Plugin) deployDocker(ctx context.Context, spec sandbox.Spec) (sandbox.S
 		return undo(fmt.Errorf("creating the container: %w", err))
 	}
 	h.Container = created.ID
+	if ctx.Err() != nil {
+		return undo(fmt.Errorf("creating the container (it took %s): %w", time.Since(phase).Round(time.Millisecond), ctx.Err()))
+	}
 	tCreate := lap()
 	for _, w := range created.Warnings {
 		p.log.Warn("docker", "id", id, "warning", w)
@@ -138,6 +180,12 @@ func (p *Plugin) deployDocker(ctx context.Context, spec sandbox.Spec) (sandbox.S
 		return undo(fmt.Errorf("starting the container: %w", err))
 	}
 	tStart := lap()
+	if spec.NoInternet {
+		if err := p.dropRoutes(ctx, cli, id, created.ID, term.bin, labels); err != nil {
+			return undo(fmt.Errorf("taking the container's route out (no_internet): %w", err))
+		}
+	}
+	tRoutes := lap()
 	done() // the env's own start-up is no load on the engine
 	hostPort, err := publishedPort(ctx, cli, created.ID, port, spec.Port)
 	if err == nil {
@@ -154,7 +202,7 @@ func (p *Plugin) deployDocker(ctx context.Context, spec sandbox.Spec) (sandbox.S
 	sb := sandbox.Sandbox{ID: id, Endpoint: "http://" + addr, Labels: hostenv.CopyLabels(spec.Labels), State: h.state()}
 	p.log.Info("deployed", "id", id, "env", spec.Env, "container", shortID(created.ID), "subnet", h.Subnet,
 		"endpoint", sb.Endpoint, "queued", waited.String(), "network", tNetwork.String(), "create", tCreate.String(),
-		"start", tStart.String(), "first_answer", lap().String(), "listening_after", time.Since(began).String())
+		"start", tStart.String(), "no_route", tRoutes.String(), "first_answer", lap().String(), "listening_after", time.Since(began).String())
 	return sb, nil
 }
 
@@ -175,7 +223,7 @@ func hostConfig(cfg Config, spec sandbox.Spec, img imageInfo, netName string, po
 		NetworkMode:  container.NetworkMode(netName),
 		PortBindings: network.PortMap{port: {{HostIP: localhost}}},
 		Init:         &yes,
-		CapDrop:      []string{"ALL"},
+		CapDrop:      capDrop(spec),
 		SecurityOpt:  []string{"no-new-privileges"},
 		Resources: container.Resources{
 			NanoCPUs:   int64(math.Round(cpu * 1e9)),
@@ -184,9 +232,14 @@ func hostConfig(cfg Config, spec sandbox.Spec, img imageInfo, netName string, po
 			PidsLimit:  &pids,
 		},
 	}
-	// Scratch space either way (an image FROM scratch has no /tmp).
-	hc.Tmpfs = map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%dm", cfg.TmpfsMB)}
-	hc.ReadonlyRootfs = !img.writableRoot
+	if spec.Terminal == nil {
+		// Scratch space either way (an image FROM scratch has no /tmp).
+		hc.Tmpfs = map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%dm", cfg.TmpfsMB)}
+		hc.ReadonlyRootfs = !img.writableRoot
+	}
+	// A terminal env's container is the task's own, run as its image
+	// expects: its root and /tmp writable, the engine's default
+	// capabilities (a task's image and tests install and chown as root).
 	if cfg.LogMaxMB > 0 {
 		// The engine's own log driver would keep all a flooding env
 		// writes; json-file rotates, and `docker logs` still reads it.
@@ -196,12 +249,26 @@ func hostConfig(cfg Config, spec sandbox.Spec, img imageInfo, netName string, po
 	return hc
 }
 
+// capDrop is the capabilities a container goes without: all of them for
+// an env of agentenv's own, none of the engine's defaults for a terminal
+// env (a task's own container) but NET_RAW when it must have no internet
+// (raw frames could be sent to the gateway past the missing route).
+func capDrop(spec sandbox.Spec) []string {
+	switch {
+	case spec.Terminal == nil:
+		return []string{"ALL"}
+	case spec.NoInternet:
+		return []string{"NET_RAW"}
+	}
+	return nil
+}
+
 // containerEnv is the env's environment: its own variables, then
 // agentenv's, which win.
 func containerEnv(spec sandbox.Spec, id string) []string {
 	keys := make([]string, 0, len(spec.EnvVars))
 	for k := range spec.EnvVars {
-		if k != sandbox.EnvPort && k != sandbox.EnvSandboxID {
+		if k != sandbox.EnvPort && k != sandbox.EnvSandboxID && (spec.Terminal == nil || k != sandbox.EnvWorkdir) {
 			keys = append(keys, k)
 		}
 	}
@@ -447,6 +514,10 @@ func (p *Plugin) removeDocker(ctx context.Context, cli *client.Client, id string
 		return true, err
 	}
 	defer release()
+	// A no-route helper a cut-short deploy left (none, nearly always).
+	if _, err := cli.ContainerRemove(rctx, helperName(id), client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		p.log.Warn("removing a no-route helper", "id", id, "error", err)
+	}
 	_, err = cli.ContainerRemove(rctx, ctr, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 	switch {
 	case err == nil:

@@ -150,8 +150,10 @@ func cleanupDocker() []string {
 		return nil
 	}
 	defer cli.Close()
-	if dockerCtxDir != "" {
-		os.RemoveAll(dockerCtxDir)
+	for _, dir := range []string{dockerCtxDir, terminalDir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 	left := dockerLeft(cli)
 	if len(left) > 0 {

@@ -8,7 +8,10 @@
 //     its port published on 127.0.0.1 only, with cpu, memory and pids
 //     limits, no capabilities, no-new-privileges, an init process and a
 //     read-only root. Every container and network carries the host's labels,
-//     so List finds them whichever plugin process created them.
+//     so List finds them whichever plugin process created them. A terminal
+//     env (a Harbor task) is its image's own container running agentenv's
+//     injected terminal binary instead of its entrypoint; a no-internet env
+//     has its default route taken out before its deploy returns.
 //   - Process mode, for envs with a command: a plain process on a free
 //     loopback port, in its own process group and temp dir. Every sandbox
 //     has a state file, written before the env starts, so a later plugin
@@ -101,6 +104,14 @@ const configSchema = `{
       "type": "integer",
       "description": "Most container creations and removals run on the engine at once; more wait their turn (default 8)."
     },
+    "parallel_builds": {
+      "type": "integer",
+      "description": "Most image builds run on the engine at once; more envs wait their turn, logging that they wait (default 2)."
+    },
+    "terminal_binary": {
+      "type": "string",
+      "description": "Path of agentenv's static terminal binary, injected into the containers of envs that run it (Harbor tasks) and used to take the route out of no-internet containers (default: found as agentenv finds it: $AGENTENV_TERMINAL_BINARY, then agentenv-terminal beside the agentenv binary or on the plugin path)."
+    },
     "log_max_mb": {
       "type": "integer",
       "description": "Most an env's output log holds on disk: a process env's log is cut to its tail past it, a container's json-file log rotates in two files of half of it (default 16; 0 turns the cap off)."
@@ -125,6 +136,8 @@ type Config struct {
 	DefaultMemoryMB int64   `json:"default_memory_mb"`
 	TmpfsMB         int64   `json:"tmpfs_mb"`
 	ParallelOps     int     `json:"parallel_ops"`
+	ParallelBuilds  int     `json:"parallel_builds"`
+	TerminalBinary  string  `json:"terminal_binary"`
 	LogMaxMB        int64   `json:"log_max_mb"`
 }
 
@@ -133,7 +146,7 @@ func DefaultConfig() Config {
 	return Config{StateDir: defaultStateDir(), Grace: config.Duration(5 * time.Second),
 		ReadyTimeout: config.Duration(60 * time.Second), BuildTimeout: config.Duration(10 * time.Minute),
 		Mode: ModeAuto, SubnetBase: "10.213.0.0/16", SubnetSize: 28, PidsLimit: 512,
-		DefaultCPU: 1, DefaultMemoryMB: 1024, TmpfsMB: 64, ParallelOps: 8, LogMaxMB: hostenv.DefaultLogMax >> 20}
+		DefaultCPU: 1, DefaultMemoryMB: 1024, TmpfsMB: 64, ParallelOps: 8, ParallelBuilds: 2, LogMaxMB: hostenv.DefaultLogMax >> 20}
 }
 
 func defaultStateDir() string {
@@ -154,6 +167,8 @@ type Plugin struct {
 	procs  map[string]*proc  // sandboxes this process started, by id
 	docker *engine           // Docker mode under cfg
 	modes  map[string]string // the mode each env runs in, decided once
+	// terminal is the terminal binary findTerminal found, once it did.
+	terminal string
 }
 
 var _ sandbox.Plugin = (*Plugin)(nil)
@@ -163,7 +178,7 @@ var _ sdk.Configurer = (*Plugin)(nil)
 func New() *Plugin {
 	p := &Plugin{log: defaultLogger(), cfg: DefaultConfig(), procs: map[string]*proc{}, modes: map[string]string{}}
 	pool, _ := newSubnetPool(p.cfg.SubnetBase, p.cfg.SubnetSize)
-	p.docker = newEngine("", pool, p.cfg.ParallelOps, p.log)
+	p.docker = newEngine("", pool, p.cfg.ParallelOps, p.cfg.ParallelBuilds, p.log)
 	return p
 }
 
@@ -211,8 +226,17 @@ func (p *Plugin) Configure(ctx context.Context, raw json.RawMessage) error {
 		return fmt.Errorf("sandbox-local config: mode %q: use auto, docker or process", cfg.Mode)
 	case cfg.PidsLimit < 1 || cfg.DefaultCPU <= 0 || cfg.DefaultMemoryMB < 6 || cfg.TmpfsMB < 1 || cfg.ParallelOps < 1:
 		return fmt.Errorf("sandbox-local config: pids_limit, default_cpu, tmpfs_mb and parallel_ops must be positive and default_memory_mb at least 6 (Docker's floor)")
+	case cfg.ParallelBuilds < 1:
+		return fmt.Errorf("sandbox-local config: parallel_builds %d: give the most image builds to run at once, 1 or more", cfg.ParallelBuilds)
 	case cfg.LogMaxMB < 0:
 		return fmt.Errorf("sandbox-local config: log_max_mb %d: give the most an env's log may hold in MiB, or 0 for no cap", cfg.LogMaxMB)
+	}
+	if cfg.TerminalBinary != "" {
+		bin, err := checkTerminalBinary(cfg.TerminalBinary)
+		if err != nil {
+			return fmt.Errorf("sandbox-local config: terminal_binary: %w", err)
+		}
+		cfg.TerminalBinary = bin
 	}
 	pool, err := newSubnetPool(cfg.SubnetBase, cfg.SubnetSize)
 	if err != nil {
@@ -221,8 +245,9 @@ func (p *Plugin) Configure(ctx context.Context, raw json.RawMessage) error {
 	p.mu.Lock()
 	old := p.docker
 	p.cfg = cfg
-	p.docker = newEngine(cfg.DockerHost, pool, cfg.ParallelOps, p.log)
+	p.docker = newEngine(cfg.DockerHost, pool, cfg.ParallelOps, cfg.ParallelBuilds, p.log)
 	p.modes = map[string]string{}
+	p.terminal = ""
 	p.mu.Unlock()
 	old.close()
 	p.announce(ctx)

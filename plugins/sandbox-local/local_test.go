@@ -464,7 +464,7 @@ func TestConfigure(t *testing.T) {
 		{`{"ready_timeout":"0s"}`, `ready_timeout and build_timeout must be positive`},
 		{`{"state_dir":""}`, `state_dir is empty`},
 		{`{"pass_env":["A=B"]}`, `pass_env entry "A=B"`},
-		{`{"colour":"red"}`, `unknown setting "colour"; the settings are: build_timeout, default_cpu, default_memory_mb, docker_host, grace, log_max_mb, mode, parallel_ops, pass_env, pids_limit, ready_timeout, state_dir, subnet_base, subnet_size, tmpfs_mb`},
+		{`{"colour":"red"}`, `unknown setting "colour"; the settings are: build_timeout, default_cpu, default_memory_mb, docker_host, grace, log_max_mb, mode, parallel_builds, parallel_ops, pass_env, pids_limit, ready_timeout, state_dir, subnet_base, subnet_size, terminal_binary, tmpfs_mb`},
 		{`{"mode":"vm"}`, `mode "vm": use auto, docker or process`},
 		{`{"pids_limit":0}`, `pids_limit, default_cpu, tmpfs_mb and parallel_ops must be positive`},
 		{`{"default_memory_mb":4}`, `default_memory_mb at least 6`},
@@ -473,6 +473,10 @@ func TestConfigure(t *testing.T) {
 		{`{"subnet_size":12}`, `subnet_size 12: must be between the base's /16 and /29`},
 		{`{"subnet_base":"10.0.0.0/8","subnet_size":29}`, `more than 1048576 networks`},
 		{`[1]`, `sandbox-local config`},
+		{`{"parallel_builds":0}`, `parallel_builds 0: give the most image builds to run at once`},
+		{`{"terminal_binary":"/no/such/agentenv-terminal"}`, `terminal_binary: terminal binary /no/such/agentenv-terminal: lstat`},
+		{`{"terminal_binary":"/bin/sh"}`, `is linked dynamically, so it cannot run in images without its libc: build it with CGO_ENABLED=0`},
+		{`{"terminal_binary":"testdata/dockerenv/main.go"}`, `is not an executable file`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.config, func(t *testing.T) {

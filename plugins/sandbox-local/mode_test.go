@@ -91,3 +91,43 @@ func TestModeWhy(t *testing.T) {
 		}
 	}
 }
+
+// An env that runs agentenv's terminal in its image's container (a Harbor
+// task) is never run as a process: process mode, or auto without an
+// engine, refuses it naming the sandboxes that can run it; so does a
+// process env that must have no internet. Deploy and Prepare both refuse.
+func TestProcessModeRefusesTerminalAndNoInternet(t *testing.T) {
+	noEngine := "unix://" + t.TempDir() + "/no-docker.sock"
+	harbor := sandbox.Spec{Env: "harbor-task", Image: "agentenv-harbor/t:0123456789ab", Port: 18765, Terminal: &sandbox.Terminal{}}
+	withCommand := harbor
+	withCommand.Command = []string{"./x"}
+	offline := sandbox.Spec{Env: "offline", Command: []string{"./x"}, Port: 18765, NoInternet: true}
+	tests := []struct {
+		name, mode string
+		spec       sandbox.Spec
+		want       []string
+	}{
+		{"process", "process", harbor, []string{`env "harbor-task"`, "mode is process", "--sandbox local in Docker mode", "--sandbox k8s"}},
+		{"process, with a command", "process", withCommand, []string{"process mode cannot run it", "--sandbox k8s"}},
+		{"auto, no engine", "auto", harbor, []string{"does not answer", "--sandbox local in Docker mode", "--sandbox k8s"}},
+		{"auto, no engine, with a command", "auto", withCommand, []string{"does not answer", "--sandbox k8s"}},
+		{"no internet as a process", "process", offline, []string{`env "offline"`, "no internet access", "process mode cannot enforce", "mode=docker"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPlugin(t, t.TempDir(), map[string]any{"mode": tc.mode, "docker_host": noEngine})
+			_, deployErr := p.Deploy(context.Background(), tc.spec)
+			prepareErr := p.Prepare(context.Background(), tc.spec)
+			for what, err := range map[string]error{"Deploy": deployErr, "Prepare": prepareErr} {
+				if err == nil {
+					t.Fatalf("%s succeeded", what)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("%s: error %q does not say %q", what, err, w)
+					}
+				}
+			}
+		})
+	}
+}

@@ -62,6 +62,9 @@ var selfStart, _ = procStart(os.Getpid())
 const portTries = 3
 
 func (p *Plugin) deployProcess(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	if err := processRefuses(spec); err != nil {
+		return sandbox.Sandbox{}, err
+	}
 	cfg := p.config()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -362,4 +365,18 @@ func newHex() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// processRefuses says why process mode cannot run spec as asked: a plain
+// process can neither take agentenv's injected terminal nor be kept off
+// the network.
+func processRefuses(spec sandbox.Spec) error {
+	switch {
+	case spec.Terminal != nil:
+		return terminalRefusal(spec, "it would run as a process")
+	case spec.NoInternet:
+		return fmt.Errorf("sandbox-local: env %q must have no internet access, which process mode cannot enforce (a process shares this machine's network): "+
+			"give the env an image and run it in Docker mode (--sandbox-config mode=docker), or with --sandbox k8s", spec.Env)
+	}
+	return nil
 }

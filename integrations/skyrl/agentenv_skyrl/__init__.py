@@ -5,7 +5,7 @@ Nothing here imports SkyRL or skyrl-gym until it is used, so the package
 imports wherever it is installed.
 """
 
-from .rows import ENV_ID, AgentEnvError
+from agentenv_episode import ENV_ID, AgentEnvError
 
 __version__ = "0.1.0"
 __all__ = ["ENV_ID", "AgentEnvError", "AgentEnvTextEnv", "AgentEnvGenerator", "register_env"]

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import copy
 import logging
-import time
 from typing import Any, Dict, List, Optional
 
+from agentenv_episode import ENV_ID, Replays, Row
 from skyrl.train.generators.skyrl_gym_generator import SkyRLGymGenerator
 
-from .rows import ENV_ID, ROLLOUT_KEY, Row
+from .extras import ROLLOUT_KEY
 
 log = logging.getLogger("agentenv_skyrl")
 
@@ -45,20 +45,17 @@ class AgentEnvGeneration:
         row = Row.from_extras(env_extras)
         trajectory_id = kwargs.get("trajectory_id")
         label = trajectory_id.to_string() if trajectory_id is not None else ""
-        began = time.monotonic()
-        deadline = began + row.reset_timeout
+        replays = Replays(row)
         splits: Optional[Dict[str, float]] = {}
-        attempt = 0
         while True:
-            attempt += 1
+            attempt = replays.next()
             extras = copy.deepcopy(env_extras)
-            extras[ROLLOUT_KEY] = {"deadline": deadline, "attempt": attempt, "trajectory": label}
+            extras[ROLLOUT_KEY] = {"deadline": replays.deadline, "attempt": attempt, "trajectory": label}
             output = await super().agent_loop(copy.deepcopy(prompt), env_class, extras, *args, **kwargs)
             splits = _add_splits(splits, getattr(output, "time_splits", None))
             failed = bool(_final_metrics(output).get("failed"))
-            if not failed or attempt >= row.attempts or time.monotonic() >= deadline:
+            if not replays.again(failed):
                 break
-            log.info("agentenv: playing %s again (attempt %d of %d)", row.where(), attempt + 1, row.attempts)
         metrics = _final_metrics(output)
         metrics["attempts"] = attempt
         metrics["failed"] = 1 if failed else 0
@@ -66,7 +63,7 @@ class AgentEnvGeneration:
             # The group's one warning is mask_failed's.
             log.debug("agentenv: %s failed on all %d attempts", row.where(), attempt)
         # The whole rollout's time, every attempt's included.
-        output.e2e_time = time.monotonic() - began
+        output.e2e_time = replays.elapsed()
         if splits is not None and getattr(output, "time_splits", None) is not None:
             output.time_splits = splits
         return output

@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence
 
-from .rows import ENV_ID
+from agentenv_episode import ENV_ID
 
 ENTRY_POINT = "agentenv_skyrl.env:AgentEnvTextEnv"
 

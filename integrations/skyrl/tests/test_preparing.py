@@ -4,7 +4,6 @@ row's reset_timeout, then plays as usual."""
 
 import os
 import shutil
-import sys
 import threading
 import time
 import urllib.error
@@ -13,7 +12,7 @@ from pathlib import Path
 
 from conftest import GRIDSIM, Server, batch, generate, gridsim_policy, make_generator
 
-from agentenv_skyrl import session
+from agentenv_episode import session
 
 
 def slow_build_bundle(tmp_path: Path, binary: Path):
@@ -52,23 +51,25 @@ def test_a_rollout_waits_out_a_server_that_builds_its_env(agentenv_bin, tmp_path
         for r in rows:
             r["server"]["url"] = slow.url
         deadline = time.monotonic() + 60
-        while health(slow.url)[0] != 503:  # listening, and preparing
-            assert time.monotonic() < deadline and slow.proc.poll() is None, slow.log()
-            time.sleep(0.05)
+        # Listening, and preparing: the env first waits its turn to build
+        # (an instant a busy machine can show), then builds.
         status, body = health(slow.url)
-        assert status == 503 and '"status":"preparing"' in body and "env gridsim is building" in body, body
+        while status != 503 or "env gridsim is building" not in body:
+            assert time.monotonic() < deadline and slow.proc.poll() is None, (status, body, slow.log())
+            time.sleep(0.05)
+            status, body = health(slow.url)
+        assert '"status":"preparing"' in body, body
 
         # The session's first refusal (it then pauses before trying again)
         # is the event that lets the build finish.
         refused = threading.Event()
-        real_sleep = session.time.sleep
+        real_pause = session._pause
 
-        def sleep(seconds):
-            if sys._getframe(1).f_code is session.Session.start.__code__:
-                refused.set()
-            real_sleep(seconds)
+        async def pause(seconds):
+            refused.set()
+            await real_pause(seconds)
 
-        monkeypatch.setattr(session.time, "sleep", sleep)
+        monkeypatch.setattr(session, "_pause", pause)
         result = {}
         player = threading.Thread(target=lambda: result.update(out=generate(make_generator(gridsim_policy("idle")), batch(rows))))
         player.start()

@@ -6,6 +6,8 @@
 //	dockerenv getenv NAME   print $NAME
 //	dockerenv write PATH    write PATH, printing "wrote" or the error
 //	dockerenv exit N        print to both streams, exit N
+//	dockerenv read PATH     print PATH's content
+//	dockerenv sleep SECONDS sleep (a slow build step: RUN ["/dockerenv", "sleep", "5"])
 //
 // DOCKERENV_FAIL=1 makes it print a reason and exit 2 before listening.
 package main
@@ -17,6 +19,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -31,6 +34,18 @@ func main() {
 				return
 			}
 			fmt.Println("wrote")
+			return
+		case "read":
+			data, err := os.ReadFile(os.Args[2])
+			if err != nil {
+				fmt.Println(err)
+				os.Exit(1)
+			}
+			os.Stdout.Write(data)
+			return
+		case "sleep":
+			n, _ := strconv.Atoi(os.Args[2])
+			time.Sleep(time.Duration(n) * time.Second)
 			return
 		case "exit":
 			n, _ := strconv.Atoi(os.Args[2])

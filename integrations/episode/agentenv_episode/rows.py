@@ -1,8 +1,8 @@
-"""A dataset row as `agentenv skyrl rows` writes it, read from SkyRL's env extras.
-
-SkyRL hands every column but `prompt` and `env_class` to the env as `extras`:
-`episode` {split, index, task_id, tools} says what to play, `server` {url,
-token_var, attempts, reset_timeout, tool_format} where and how.
+"""A dataset row as `agentenv skyrl rows` writes it: `episode` {split, index,
+task_id, tools} says what to play, `server` {url, token_var, attempts,
+reset_timeout, tool_format} where and how. SkyRL hands these columns to its
+env as `extras`, verl to its agent loop as keyword arguments, and TRL's
+rollout function finds a prompt's row in the dataset it was given.
 """
 
 from __future__ import annotations
@@ -15,16 +15,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 ENV_ID = "agentenv"
 
-# The key under which AgentEnvGenerator tells the env about the rollout it
-# plays (its deadline and attempt); a plain SkyRLGymGenerator leaves it out.
-ROLLOUT_KEY = "agentenv_rollout"
-
 _REWRITE = "write the rows again with `agentenv skyrl rows`"
 
 
 class AgentEnvError(Exception):
-    """Raised into SkyRL: something no replay changes (a row that does not
-    match its server, an episode that ends unscored). It stops the step."""
+    """Raised into the trainer: something no replay changes (a row that does
+    not match its server, an episode that ends unscored). It stops the step."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +64,7 @@ class Row:
         if not value:
             raise AgentEnvError(
                 f"the rows name ${self.token_var} for the token of {self.url}, but it is not set where the env runs; "
-                f"export it before starting `python -m agentenv_skyrl.train`, which hands it to the Ray task that generates"
+                f"export it where the trainer plays its rollouts (`python -m agentenv_skyrl.train` hands it to SkyRL's Ray task itself)"
             )
         return value
 
@@ -92,7 +88,7 @@ def _table(extras: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise AgentEnvError(
             f"the row has no {name!r} column (extras hold {sorted(extras)}): "
-            f"the agentenv env plays rows written by `agentenv skyrl rows`; check data.train_data / data.val_data"
+            f"agentenv plays rows written by `agentenv skyrl rows`; check the trainer's dataset files"
         )
     return value
 

@@ -1,10 +1,13 @@
 """One OpenEnv WebSocket session on an `agentenv serve` server (docs/protocol.md).
 
-SkyRL calls an env's `init`, `step` and `close` from its env threads (or
-inline on its event loop when `max_env_workers` is 0), so the sessions do not
-run on SkyRL's loop: every socket lives on one private event loop in a daemon
-thread, and the env's calls block on it. The websockets library answers the
-server's pings there between steps, however long the model takes to reply.
+Trainers call from anywhere: SkyRL from its env threads (or inline on its
+event loop when `max_env_workers` is 0), verl from coroutines on its agent
+loop worker's event loop, TRL from its training thread. So the sessions run
+on none of them: every socket lives on one private event loop in a daemon
+thread. Each call is a coroutine on that loop, which a thread waits on
+(`start`, `step`, `close`) or another event loop awaits (`astart`, `astep`,
+`aclose`) without blocking. The websockets library answers the server's
+pings there between steps, however long the model takes to reply.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ class _NoAuthorization(logging.Filter):
 # websockets logs every header of the upgrade at DEBUG, the token's included:
 # its sessions log through this logger, which never goes below INFO and drops
 # a line naming the header whatever the level.
-_WS_LOG = logging.getLogger("agentenv_skyrl.websockets")
+_WS_LOG = logging.getLogger("agentenv_episode.websockets")
 _WS_LOG.setLevel(logging.INFO)
 _WS_LOG.addFilter(_NoAuthorization())
 
@@ -95,7 +98,7 @@ class _Loop:
         with cls._lock:
             if cls._loop is None or cls._pid != os.getpid() or not cls._thread.is_alive():
                 loop = asyncio.new_event_loop()
-                thread = threading.Thread(target=loop.run_forever, name="agentenv-skyrl-sessions", daemon=True)
+                thread = threading.Thread(target=loop.run_forever, name="agentenv-sessions", daemon=True)
                 thread.start()
                 cls._loop, cls._thread, cls._pid = loop, thread, os.getpid()
             return cls._loop
@@ -109,9 +112,28 @@ class _Loop:
             future.cancel()
             raise EpisodeFailed(f"{what} got no answer within {timeout:.0f} s") from None
 
+    @classmethod
+    async def wait(cls, coro, timeout: float, what: str):
+        """Awaits coro, run on the sessions' loop, from another event loop."""
+        future = asyncio.run_coroutine_threadsafe(coro, cls.get())
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
+        except asyncio.TimeoutError:
+            future.cancel()
+            raise EpisodeFailed(f"{what} got no answer within {timeout:.0f} s") from None
+
+
+async def _pause(seconds: float) -> None:
+    """The wait between tries to start an episode (a test watches it)."""
+    await asyncio.sleep(seconds)
+
 
 class Session:
-    """A session's socket. Not thread-safe; SkyRL calls one env at a time."""
+    """A session's socket. Not thread-safe: one caller at a time, as every
+    trainer plays a rollout's turns one after another."""
+
+    # Slack past a call's own deadlines for the thread or loop waiting on it.
+    _SLACK = 45.0
 
     def __init__(self, url: str, token: Optional[str], call_timeout: float):
         self.url = url
@@ -119,42 +141,16 @@ class Session:
         self.call_timeout = call_timeout
         self._ws = None
 
-    # -- blocking API, for the env's threads ------------------------------
+    # -- blocking API, for threads ----------------------------------------
 
     def start(self, reset: Dict[str, Any], deadline: float) -> Dict[str, Any]:
         """Opens the session and resets, waiting out a server at capacity,
         restarting or unreachable until `deadline` (time.monotonic()).
         Returns the reset's observation `data`."""
-        delay = _BACKOFF_FIRST
-        last = "the server was not reached"
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise EpisodeFailed(f"no episode started before the rollout's reset_timeout: {last}")
-            try:
-                if self._ws is None:
-                    _Loop.run(self._open(min(left, 30.0)), min(left, 30.0) + 5.0, "opening the session")
-                data = dict(reset, wait_s=max(0.0, round(left, 3)))
-                return self._call({"type": "reset", "data": data}, left + self.call_timeout, "reset")
-            except ServerError as e:
-                if e.code in _ROW_MISMATCH:
-                    raise AgentEnvError(f"the server refused the reset ({e}): the rows do not match it; write them again") from None
-                if e.code not in _RETRY_RESET:
-                    raise EpisodeFailed(str(e)) from None
-                last = str(e)
-                if e.code == "SHUTTING_DOWN":
-                    self.close()
-            except _Unreachable as e:
-                last = str(e)
-                self.close()
-            time.sleep(min(delay, max(0.0, deadline - time.monotonic())) * random.uniform(0.8, 1.0))
-            delay = min(delay * 2, _BACKOFF_MAX)
+        return _Loop.run(self._start(reset, deadline), self._start_bound(deadline), "reset")
 
     def step(self, reply: str) -> Dict[str, Any]:
-        try:
-            return self._call({"type": "step", "data": {"reply": reply}}, self.call_timeout, "step")
-        except _Unreachable as e:
-            raise EpisodeFailed(str(e)) from None
+        return _Loop.run(self._step(reply), self.call_timeout + self._SLACK, "step")
 
     def close(self) -> None:
         """Ends the session (the server tears down a live episode); quiet and bounded."""
@@ -171,12 +167,78 @@ class Session:
         except Exception:  # closing is best effort: the server reaps on disconnect
             pass
 
+    # -- the same, awaited from another event loop ------------------------
+
+    async def astart(self, reset: Dict[str, Any], deadline: float) -> Dict[str, Any]:
+        return await _Loop.wait(self._start(reset, deadline), self._start_bound(deadline), "reset")
+
+    async def astep(self, reply: str) -> Dict[str, Any]:
+        return await _Loop.wait(self._step(reply), self.call_timeout + self._SLACK, "step")
+
+    async def aclose(self) -> None:
+        ws, self._ws = self._ws, None
+        if ws is None:
+            return
+        try:
+            await _Loop.wait(_close(ws), 10.0, "closing the session")
+        except Exception:  # best effort, as close()
+            pass
+
     # -- on the sessions' loop --------------------------------------------
 
-    def _call(self, message: Dict[str, Any], timeout: float, what: str) -> Dict[str, Any]:
+    def _start_bound(self, deadline: float) -> float:
+        return max(0.0, deadline - time.monotonic()) + self.call_timeout + self._SLACK
+
+    async def _start(self, reset: Dict[str, Any], deadline: float) -> Dict[str, Any]:
+        delay = _BACKOFF_FIRST
+        last = "the server was not reached"
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise EpisodeFailed(f"no episode started before the rollout's reset_timeout: {last}")
+            try:
+                if self._ws is None:
+                    try:
+                        await asyncio.wait_for(self._open(min(left, 30.0)), min(left, 30.0) + 5.0)
+                    except asyncio.TimeoutError:
+                        raise _Unreachable("opening the session got no answer") from None
+                data = dict(reset, wait_s=max(0.0, round(left, 3)))
+                return await self._call({"type": "reset", "data": data}, left + self.call_timeout, "reset")
+            except ServerError as e:
+                if e.code in _ROW_MISMATCH:
+                    raise AgentEnvError(f"the server refused the reset ({e}): the rows do not match it; write them again") from None
+                if e.code not in _RETRY_RESET:
+                    raise EpisodeFailed(str(e)) from None
+                last = str(e)
+                if e.code == "SHUTTING_DOWN":
+                    await self._drop()
+            except _Unreachable as e:
+                last = str(e)
+                await self._drop()
+            await _pause(min(delay, max(0.0, deadline - time.monotonic())) * random.uniform(0.8, 1.0))
+            delay = min(delay * 2, _BACKOFF_MAX)
+
+    async def _step(self, reply: str) -> Dict[str, Any]:
+        try:
+            return await self._call({"type": "step", "data": {"reply": reply}}, self.call_timeout, "step")
+        except _Unreachable as e:
+            raise EpisodeFailed(str(e)) from None
+
+    async def _drop(self) -> None:
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            try:
+                await asyncio.wait_for(_close(ws), 10.0)
+            except Exception:  # best effort: the server reaps on disconnect
+                pass
+
+    async def _call(self, message: Dict[str, Any], timeout: float, what: str) -> Dict[str, Any]:
         if self._ws is None:
             raise _Unreachable("the session is closed")
-        reply = _Loop.run(self._exchange(json.dumps(message)), timeout, what)
+        try:
+            reply = await asyncio.wait_for(self._exchange(json.dumps(message)), timeout)
+        except asyncio.TimeoutError:
+            raise EpisodeFailed(f"{what} got no answer within {timeout:.0f} s") from None
         if reply.get("type") == "error":
             data = reply.get("data") or {}
             raise ServerError(str(data.get("code", "")), str(data.get("message", "")))

@@ -1,0 +1,28 @@
+"""The stand-ins of trl's classes (tests/standin) against the record taken
+from trl's source (tests/standin/upstream.json): exactly its signatures; and
+with AGENTENV_TRL_SRC naming a checkout of trl, the checkout against the
+record, so a change upstream fails here (docs/training-trl.md)."""
+
+import json
+import os
+from pathlib import Path
+
+from upstream import missing_facts, signatures
+
+STANDIN = Path(__file__).resolve().parent / "standin"
+RECORD = json.loads((STANDIN / "upstream.json").read_text())
+
+
+def test_the_standins_have_the_recorded_signatures():
+    skip = set(RECORD.get("not_in_standin", []))
+    spec = {rel: [n for n in names if f"{rel}:{n}" not in skip] for rel, names in RECORD["spec"].items()}
+    want = {k: v for k, v in RECORD["signatures"].items() if k not in skip}
+    assert signatures(STANDIN, {rel: names for rel, names in spec.items() if names}) == want
+
+
+if os.environ.get("AGENTENV_TRL_SRC"):  # collected only with a checkout to check
+
+    def test_the_checkout_still_has_the_recorded_signatures_and_lines():
+        src = Path(os.environ["AGENTENV_TRL_SRC"])
+        assert signatures(src, RECORD["spec"]) == RECORD["signatures"]
+        assert missing_facts(src, RECORD["facts"]) == []

@@ -1,0 +1,1 @@
+"""Stand-in: verl.experimental.agent_loop."""

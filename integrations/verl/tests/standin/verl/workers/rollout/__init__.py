@@ -1,0 +1,1 @@
+"""Stand-in: verl.workers.rollout (docs in tests/standin/README.md)."""
