@@ -68,6 +68,9 @@ type Client struct {
 	closeErr  error
 }
 
+// proposedVersion is the protocol version Connect proposes in initialize.
+const proposedVersion = "2025-11-25"
+
 // MCPURL returns the MCP endpoint of an env whose base URL is endpoint.
 func MCPURL(endpoint string) string {
 	return strings.TrimRight(endpoint, "/") + "/mcp"
@@ -123,7 +126,12 @@ func connectOnce(ctx context.Context, url string, opts Options) (*Client, error)
 	}
 	actx, cancel := context.WithTimeout(ctx, opts.AttemptTimeout)
 	defer cancel()
-	session, err := client.Connect(actx, transport, nil)
+	// Propose the newest version of the session protocol: the SDK would
+	// first probe with server/discover (SEP-2575), a round trip per
+	// deploy that envs answer with their versions and then initialize
+	// anyway. A server that speaks only a newer version answers initialize
+	// with it (the spec's negotiation), and the SDK goes on in that one.
+	session, err := client.Connect(actx, transport, &mcp.ClientSessionOptions{ProtocolVersion: proposedVersion})
 	if err != nil {
 		tr.CloseIdleConnections()
 		return nil, err

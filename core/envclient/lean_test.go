@@ -1,10 +1,17 @@
 package envclient_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,4 +114,60 @@ func clipResult(r envclient.Result) envclient.Result {
 		r.Text = r.Text[:200] + "..."
 	}
 	return r
+}
+
+// A deploy's MCP traffic is what the engine needs and no more: initialize
+// (no server/discover probe before it), tools/list, then each call one
+// POST of tools/call on the session.
+func TestConnectAndCallRoundTrips(t *testing.T) {
+	target, err := url.Parse(startEnv(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var methods []string
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			var m struct {
+				Method string `json:"method"`
+			}
+			_ = json.Unmarshal(body, &m)
+			mu.Lock()
+			methods = append(methods, m.Method)
+			mu.Unlock()
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Once the env answers (Connect retries until it does), count afresh.
+	first, err := envclient.Connect(ctx, srv.URL, envclient.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	mu.Lock()
+	methods = nil
+	mu.Unlock()
+	c, err := envclient.Connect(ctx, srv.URL, envclient.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.ListTools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.CallTool(ctx, "echo", json.RawMessage(`{"text": "x"}`), 5*time.Second); err != nil || res.Text != "x" {
+		t.Fatalf("echo: %+v, %v", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"initialize", "notifications/initialized", "tools/list", "tools/call"}
+	if strings.Join(methods, " ") != strings.Join(want, " ") {
+		t.Fatalf("requests %v, want %v", methods, want)
+	}
 }
