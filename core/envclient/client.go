@@ -148,6 +148,12 @@ func (c *Client) Endpoint() string { return c.endpoint }
 
 // ListTools returns every tool the env serves, following pagination.
 func (c *Client) ListTools(ctx context.Context) ([]Tool, error) {
+	if c.lean != nil {
+		tools, err := c.leanListTools(ctx)
+		if !errors.Is(err, errSDKList) {
+			return tools, err
+		}
+	}
 	var tools []Tool
 	params := &mcp.ListToolsParams{}
 	for page := 0; ; page++ {
@@ -172,6 +178,46 @@ func (c *Client) ListTools(ctx context.Context) ([]Tool, error) {
 			return tools, nil
 		}
 		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
+	}
+}
+
+// leanListTools is ListTools on the lean path; each schema is decoded
+// and encoded again, as the SDK's listing gives it (keys sorted), so the
+// tools the model sees do not depend on the path.
+func (c *Client) leanListTools(ctx context.Context) ([]Tool, error) {
+	var tools []Tool
+	cursor := ""
+	for page := 0; ; page++ {
+		if page > 1000 {
+			return nil, fmt.Errorf("listing tools of %s: more than 1000 pages; the env's cursor does not advance", c.endpoint)
+		}
+		res, err := c.lean.list(ctx, c.endpoint, cursor)
+		if err != nil {
+			if errors.Is(err, errSDKList) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("listing tools of %s: %w", c.endpoint, err)
+		}
+		for _, t := range res.Tools {
+			if t == nil {
+				continue // as the SDK drops a null entry
+			}
+			schema := json.RawMessage(`{"type":"object"}`)
+			if len(t.InputSchema) > 0 && string(t.InputSchema) != "null" {
+				var v any
+				if err := json.Unmarshal(t.InputSchema, &v); err != nil {
+					return nil, fmt.Errorf("listing tools of %s: tool %q: input schema: %w", c.endpoint, t.Name, err)
+				}
+				if schema, err = json.Marshal(v); err != nil {
+					return nil, fmt.Errorf("listing tools of %s: tool %q: input schema: %w", c.endpoint, t.Name, err)
+				}
+			}
+			tools = append(tools, Tool{Name: t.Name, Description: t.Description, Parameters: schema})
+		}
+		if res.NextCursor == "" {
+			return tools, nil
+		}
+		cursor = res.NextCursor
 	}
 }
 

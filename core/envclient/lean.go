@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 )
 
-// The lean tools/call. A server spends most of its CPU per rollout on the
+// The lean tools/call (and tools/list). A server spends most of its CPU per rollout on the
 // env's tool calls, and through the MCP Go SDK (v1.8) each call's answer
 // is decoded three to four times, each by a fresh JSON decoder with a
 // 32 KiB buffer (its internal/json.Unmarshal): about three quarters of
@@ -25,9 +25,9 @@ import (
 // session, answered by one JSON-RPC response (as a JSON body, or as an
 // event of an SSE stream the server ends after it). The client makes it
 // here with encoding/json, reading the answer once, through the same HTTP
-// client (the result cutter and the kept connections apply alike), and
-// leaves everything else (initialize, tools/list, ping, close) to the
-// SDK's session. It is used only on sessions that negotiated a protocol
+// client (the result cutter and the kept connections apply alike); so is
+// tools/list, whose SDK listing re-decodes every tool's schema. Everything
+// else (initialize, ping, close) stays the SDK's session's. It is used only on sessions that negotiated a protocol
 // version it speaks (leanVersions); TestLeanCallConformance holds its
 // answers to the SDK's, call for call, on real SDK servers.
 
@@ -54,7 +54,7 @@ type lean struct {
 type rpcResponse struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
-	Result *wireResult     `json:"result"`
+	Result json.RawMessage `json:"result"`
 	Error  *struct {
 		Code    int64  `json:"code"`
 		Message string `json:"message"`
@@ -82,6 +82,59 @@ type wireContent struct {
 
 // call makes one tools/call and returns its answer as Call does.
 func (l *lean) call(ctx context.Context, endpoint, name string, args any) (Result, error) {
+	raw, err := l.rpc(ctx, endpoint, "tools/call", struct {
+		Name      string `json:"name"`
+		Arguments any    `json:"arguments"`
+	}{name, args})
+	if err != nil {
+		return Result{}, err
+	}
+	var res wireResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return Result{}, fmt.Errorf("calling %q: reading the result: %w", "tools/call", err)
+	}
+	text, err := res.text()
+	if err != nil {
+		return Result{}, fmt.Errorf("calling %q: %w", "tools/call", err)
+	}
+	return Result{Text: text, IsError: res.IsError}, nil
+}
+
+// listPage is one page of tools/list as it comes.
+type listPage struct {
+	Tools []*struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"inputSchema"`
+	} `json:"tools"`
+	NextCursor string `json:"nextCursor"`
+}
+
+// errSDKList marks a listing the lean client leaves to the SDK: a tool
+// schema with x-mcp-header annotations, which the SDK checks and may drop.
+var errSDKList = errors.New("tools/list left to the SDK")
+
+// list makes one tools/list request for the page at cursor.
+func (l *lean) list(ctx context.Context, endpoint, cursor string) (*listPage, error) {
+	params := struct {
+		Cursor string `json:"cursor,omitempty"`
+	}{cursor}
+	raw, err := l.rpc(ctx, endpoint, "tools/list", params)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Contains(raw, []byte("x-mcp-header")) {
+		return nil, errSDKList
+	}
+	page := &listPage{}
+	if err := json.Unmarshal(raw, page); err != nil {
+		return nil, fmt.Errorf("calling %q: reading the result: %w", "tools/list", err)
+	}
+	return page, nil
+}
+
+// rpc makes one JSON-RPC call on the session and returns its result.
+func (l *lean) rpc(ctx context.Context, endpoint, method string, params any) (json.RawMessage, error) {
 	id := "agentenv-" + strconv.FormatUint(l.nextID.Add(1), 10)
 	// Sent as written: no HTML escaping of <, > and & (the SDK's encoder
 	// leaves them too).
@@ -93,16 +146,13 @@ func (l *lean) call(ctx context.Context, endpoint, name string, args any) (Resul
 		ID      string `json:"id"`
 		Method  string `json:"method"`
 		Params  any    `json:"params"`
-	}{"2.0", id, "tools/call", struct {
-		Name      string `json:"name"`
-		Arguments any    `json:"arguments"`
-	}{name, args}})
+	}{"2.0", id, method, params})
 	if err != nil {
-		return Result{}, fmt.Errorf("calling %q: %w", "tools/call", err)
+		return nil, fmt.Errorf("calling %q: %w", method, err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, &body)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -112,12 +162,12 @@ func (l *lean) call(ctx context.Context, endpoint, name string, args any) (Resul
 	}
 	resp, err := l.http.Do(req)
 	if err != nil {
-		return Result{}, fmt.Errorf("calling %q: %w", "tools/call", err)
+		return nil, fmt.Errorf("calling %q: %w", method, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return Result{}, fmt.Errorf("calling %q: %s: %s", "tools/call", resp.Status, strings.TrimSpace(string(msg)))
+		return nil, fmt.Errorf("calling %q: %s: %s", method, resp.Status, strings.TrimSpace(string(msg)))
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	var msg *rpcResponse
@@ -125,32 +175,28 @@ func (l *lean) call(ctx context.Context, endpoint, name string, args any) (Resul
 	case "application/json":
 		msg = &rpcResponse{}
 		if err := json.NewDecoder(resp.Body).Decode(msg); err != nil {
-			return Result{}, fmt.Errorf("calling %q: reading the answer: %w", "tools/call", err)
+			return nil, fmt.Errorf("calling %q: reading the answer: %w", method, err)
 		}
 	case "text/event-stream":
 		if msg, err = readSSEResponse(resp.Body, id); err != nil {
-			return Result{}, fmt.Errorf("calling %q: %w", "tools/call", err)
+			return nil, fmt.Errorf("calling %q: %w", method, err)
 		}
 		// The server ends the stream after the answer: read it to its end
 		// so the connection goes back to the pool.
 		_, _ = io.Copy(io.Discard, resp.Body)
 	default:
-		return Result{}, fmt.Errorf("calling %q: unsupported content type %q", "tools/call", mt)
+		return nil, fmt.Errorf("calling %q: unsupported content type %q", method, mt)
 	}
 	if string(msg.ID) != strconv.Quote(id) {
-		return Result{}, fmt.Errorf("calling %q: the answer is to request %s, not %s", "tools/call", msg.ID, id)
+		return nil, fmt.Errorf("calling %q: the answer is to request %s, not %s", method, msg.ID, id)
 	}
 	if msg.Error != nil {
-		return Result{}, fmt.Errorf("calling %q: %s", "tools/call", msg.Error.Message)
+		return nil, fmt.Errorf("calling %q: %s", method, msg.Error.Message)
 	}
-	if msg.Result == nil {
-		return Result{}, fmt.Errorf("calling %q: the answer has neither result nor error", "tools/call")
+	if len(msg.Result) == 0 || string(msg.Result) == "null" {
+		return nil, fmt.Errorf("calling %q: the answer has neither result nor error", method)
 	}
-	text, err := msg.Result.text()
-	if err != nil {
-		return Result{}, fmt.Errorf("calling %q: %w", "tools/call", err)
-	}
-	return Result{Text: text, IsError: msg.Result.IsError}, nil
+	return msg.Result, nil
 }
 
 // readSSEResponse reads SSE events until the JSON-RPC response to id.

@@ -1,6 +1,7 @@
 package envclient
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -36,7 +37,12 @@ func TestReadSSEResponse(t *testing.T) {
 			t.Errorf("%s: %v", c.name, err)
 			continue
 		}
-		text, err := msg.Result.text()
+		var res wireResult
+		if err := json.Unmarshal(msg.Result, &res); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		text, err := res.text()
 		if err != nil || strings.TrimSpace(text) != "ok" {
 			t.Errorf("%s: %q, %v", c.name, text, err)
 		}

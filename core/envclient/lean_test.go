@@ -171,3 +171,36 @@ func TestConnectAndCallRoundTrips(t *testing.T) {
 		t.Fatalf("requests %v, want %v", methods, want)
 	}
 }
+
+// The lean tools/list gives what the SDK's listing gives: every tool, in
+// order, across pages, with the same names, descriptions and schema text.
+func TestLeanListConformance(t *testing.T) {
+	for _, env := range [][]string{{"TESTENV_ECHO_ARGS=1"}, {"TESTENV_PAGE_SIZE=2", "TESTENV_PREFIX=p_"}, {"TESTENV_JSON_RESPONSE=1", "TESTENV_PAGE_SIZE=3"}} {
+		url := startEnv(t, env...)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		lean, err := envclient.Connect(ctx, url, envclient.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sdk, err := envclient.ConnectSDK(ctx, url, envclient.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gerr := lean.ListTools(ctx)
+		want, werr := sdk.ListTools(ctx)
+		lean.Close()
+		sdk.Close()
+		cancel()
+		if gerr != nil || werr != nil {
+			t.Fatalf("%v: lean %v, SDK %v", env, gerr, werr)
+		}
+		if len(got) != len(want) || len(want) < 5 {
+			t.Fatalf("%v: lean listed %d tools, the SDK %d", env, len(got), len(want))
+		}
+		for i := range want {
+			if got[i].Name != want[i].Name || got[i].Description != want[i].Description || string(got[i].Parameters) != string(want[i].Parameters) {
+				t.Errorf("%v: tool %d: lean %+v\nSDK %+v", env, i, got[i], want[i])
+			}
+		}
+	}
+}
