@@ -206,13 +206,17 @@ func (e *Engine) Play(req Request) (Episode, error) {
 	if req.MaxTurns < 0 {
 		return nil, &Error{Code: CodeValidation, Err: fmt.Errorf("max_turns %d: must be 0 (no cap) or more", req.MaxTurns)}
 	}
+	maxTurns := req.MaxTurns
+	if cap := e.cfg.Limits.MaxTurns; cap > 0 && (maxTurns == 0 || maxTurns > cap) {
+		maxTurns = cap
+	}
 	id := req.EpisodeID
 	if id == "" {
 		id = newEpisodeID()
 	} else if err := checkEpisodeID(id); err != nil {
 		return nil, &Error{Code: CodeValidation, Err: err}
 	}
-	ep := newEpisode(e, task, id, format, parser, req.MaxTurns, req.Queued)
+	ep := newEpisode(e, task, id, format, parser, maxTurns, req.Queued)
 	ep.res.Split, ep.res.ToolFormat = req.Split, format
 	if req.Index != nil {
 		i := *req.Index
@@ -222,7 +226,7 @@ func (e *Engine) Play(req Request) (Episode, error) {
 		}
 	}
 	if e.cfg.Transcripts {
-		ep.transcript = &Transcript{}
+		ep.transcript, ep.transcriptLeft = &Transcript{}, e.cfg.Limits.TranscriptBytes
 	}
 	e.liveMu.Lock()
 	defer e.liveMu.Unlock()

@@ -57,6 +57,9 @@ type episode struct {
 	abandon   Cause       // why Close was called before the end ("" = the client's)
 	// transcript is kept only with Config.Transcripts (nil: nothing is).
 	transcript *Transcript
+	// transcriptLeft is what the transcript may still hold (Limits.
+	// TranscriptBytes at first); touched by the stepping goroutine only.
+	transcriptLeft int64
 
 	// Play state, touched only while holding busy.
 	next     int // index of the next step to run
@@ -268,7 +271,7 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 	ep.mu.Unlock()
 	// The tool format trims the reply (end tokens, reasoning): it knows
 	// its model's layout, and one place does it.
-	parsed, err := toolformat.ParseWith(ctx, ep.parser, reply, t.set)
+	parsed, err := ep.parse(ctx, reply, t.set)
 	if err != nil {
 		return &Error{Code: CodeExecution, Err: fmt.Errorf("reading the reply's tool calls: %w", err), Cause: causeOf(err, CausePluginDied)}
 	}
@@ -368,6 +371,23 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 	ep.answers[t.step.ID] = answer
 	ep.turn = nil
 	return ep.advance(ctx, obs, viaEndTurn)
+}
+
+// parse reads the reply's tool calls within the parse time limit. A
+// parse that runs out of it is stopped, and the reply is read as one call
+// that could not be read: the model is told, and the episode goes on.
+func (ep *episode) parse(ctx context.Context, reply string, set *toolformat.ToolSet) (toolformat.Parsed, error) {
+	limit := ep.e.cfg.Limits.ParseTimeout
+	pctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	parsed, err := toolformat.ParseWith(pctx, ep.parser, reply, set)
+	if err == nil || ctx.Err() != nil || !errors.Is(pctx.Err(), context.DeadlineExceeded) {
+		return parsed, err
+	}
+	ep.log.Warn("reading a reply's tool calls ran out of time; it was answered as unreadable",
+		"reply_bytes", len(reply), "parse_timeout", limit, "error", err)
+	return toolformat.Parsed{Unparsed: []toolformat.Unparsed{{Reason: fmt.Sprintf(
+		"reading this reply's tool calls took longer than %s, the server's limit, so none of them was read or run; write fewer and shorter tool calls", limit)}}}, nil
 }
 
 // endTurnAnswer is end_turn's answer argument as text.

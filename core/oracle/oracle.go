@@ -101,7 +101,15 @@ func checkTask(ctx context.Context, eng *episode.Engine, t *bundle.Task, format 
 		return row
 	}
 	if t.Harbor.SolutionDir == "" {
+		// Still play it without action: that shows it builds and its
+		// verifier scores.
+		res, r, _, err := play(ctx, eng, t.ID, format, "")
+		row.Built = res.Seconds()[string(episode.PhaseReady)] > 0 || r != nil
+		row.Null = r
 		row.Error = "no solution/solve.sh: nothing to check the task with"
+		if err != nil {
+			row.Error += "; with no action: " + err.Error()
+		}
 		return row
 	}
 	calls, err := SolutionReply(t.Harbor.SolutionDir, t.Harbor.SolutionEnv)

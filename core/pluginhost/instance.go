@@ -230,7 +230,9 @@ func (in *instance) configure(ctx context.Context, config json.RawMessage) error
 // pluginEnv is the whole environment a plugin gets: the allow-listed host
 // variables, never the rest (the host may hold cloud credentials).
 func (h *Host) pluginEnv(id string, passEnv []string) []string {
-	allow := []string{"PATH", "HOME", "TMPDIR"}
+	// Where agentenv's own binaries are (a sandbox injects agentenv-terminal
+	// into Harbor tasks' containers): paths, no secrets.
+	allow := []string{"PATH", "HOME", "TMPDIR", "AGENTENV_TERMINAL_BINARY", PathEnv}
 	allow = append(append(append(allow, h.opts.EnvAllow...), h.opts.PluginEnv[id]...), passEnv...)
 	var env []string
 	for _, kv := range h.environ() {

@@ -9,6 +9,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -45,6 +46,13 @@ func NewRootCmd(version string) *cobra.Command {
 // as built-ins are those linked into the binary (sdk/builtin).
 func Main(version string) {
 	if err := NewRootCmd(version).Execute(); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			if ee.err != nil {
+				fmt.Fprintln(os.Stderr, "agentenv:", ee.err)
+			}
+			os.Exit(ee.code)
+		}
 		fmt.Fprintln(os.Stderr, "agentenv:", err)
 		os.Exit(1)
 	}
