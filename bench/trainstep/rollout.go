@@ -69,6 +69,7 @@ type step struct {
 	cpu      time.Duration // the server's CPU time during the step
 	cpuBy    map[string]time.Duration
 	alloc    float64 // bytes serve's Go heap allocated during the step
+	reuses   float64 // episodes given a reset env (agentenv_env_reuses_total)
 	peakRSS  int64
 	rollouts []rollout
 }
@@ -82,6 +83,7 @@ func playStep(ctx context.Context, o options, srv *server, index int) (step, err
 	before := srv.usage()
 	beforeBy := srv.cpuByProcess()
 	alloc0 := scrapeSum(srv.url, "go_memstats_alloc_bytes_total", "")
+	reuses0 := scrapeSum(srv.url, "agentenv_env_reuses_total", "")
 	peak := before.rss
 	stopSampling := make(chan struct{})
 	sampled := make(chan int64)
@@ -126,6 +128,7 @@ func playStep(ctx context.Context, o options, srv *server, index int) (step, err
 	st.cpu = srv.usage().cpu - before.cpu
 	st.cpuBy = srv.cpuByProcess()
 	st.alloc = scrapeSum(srv.url, "go_memstats_alloc_bytes_total", "") - alloc0
+	st.reuses = scrapeSum(srv.url, "agentenv_env_reuses_total", "") - reuses0
 	for k, v := range beforeBy {
 		st.cpuBy[k] -= v
 	}

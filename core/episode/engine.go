@@ -72,7 +72,8 @@ type Config struct {
 	Limits Limits // what one reply may cost; zero fields take the defaults
 
 	// Warm is how many sandboxes of each env the engine keeps deployed,
-	// ready and unused, for resets to take (0 = none; see pool.go).
+	// ready and unused, for resets to take (0 = none; see pool.go). Envs
+	// reset for reuse (reuse.go) count towards it.
 	Warm int
 	// WarmLimit caps the engine's live sandboxes (episodes', warm ones,
 	// ones being torn down) that the warm pool may bring about: the pool
@@ -159,7 +160,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, log: log, tools: map[string]*toolsetEntry{},
 		live: map[*episode]struct{}{}, closing: make(chan struct{})}
-	if cfg.Warm > 0 {
+	if cfg.Warm > 0 || e.anyReuse() {
 		e.pool = newWarmPool(e)
 		go e.pool.run()
 	}

@@ -576,7 +576,7 @@ func (ep *episode) finish(ctx context.Context, obs *Observation) error {
 	ep.mu.Unlock()
 	ep.setPhase(phaseDone)
 	ep.log.Info("episode done", "reward", r, "turns", ep.replies, "tool_calls", ep.calls)
-	ep.release()
+	ep.release(true)
 	ep.e.forget(ep) // its envs are the engine's teardowns now
 	return nil
 }
@@ -622,20 +622,33 @@ func (ep *episode) fail(ctx context.Context, err error) error {
 	ep.setPhase(phaseFailed)
 	ep.turn = nil
 	ep.log.Warn("episode failed", "error", err)
-	ep.release()
+	ep.release(false)
 	ep.e.forget(ep)
 	return err
 }
 
 // release hands every env the episode deployed so far to the engine's
-// background teardown: the final observation never waits for it.
-func (ep *episode) release() {
+// background teardown, or, after an episode that ended with a reward
+// (done), an env that asked for reuse to its reset (reuse.go): the final
+// observation never waits for either. A failed or abandoned episode's
+// envs are always torn down.
+func (ep *episode) release(done bool) {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	if len(ep.envs) == 0 {
 		return
 	}
-	ep.teardowns = append(ep.teardowns, ep.e.retire(ep.envs))
+	var gone []*liveEnv
+	for _, le := range ep.envs {
+		if done && ep.e.reusable(le) {
+			ep.e.recycle(le)
+		} else {
+			gone = append(gone, le)
+		}
+	}
+	if len(gone) > 0 {
+		ep.teardowns = append(ep.teardowns, ep.e.retire(gone))
+	}
 	ep.envs = nil
 }
 
@@ -674,7 +687,7 @@ func (ep *episode) Close(ctx context.Context) error {
 		ep.closed = true
 		ep.phase = phaseClosed
 		ep.mu.Unlock()
-		ep.release()
+		ep.release(false)
 		ep.closeErr = ep.tornDown(ctx)
 		ep.e.forget(ep)
 		if waited {
