@@ -149,7 +149,9 @@ func BenchmarkHarborEpisodesAtOnce(b *testing.B) {
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		for i, sess := range sessions {
-			wg.Go(func() { _, errs[i] = sess.Reset(ctx, client.ResetRequest{TaskID: "hello-file", Wait: 10 * time.Minute}) })
+			wg.Go(func() {
+				_, errs[i] = sess.Reset(ctx, client.ResetRequest{TaskID: "hello-file", Wait: 10 * time.Minute})
+			})
 		}
 		wg.Wait()
 		resetsTook := time.Since(t)
