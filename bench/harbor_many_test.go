@@ -81,8 +81,8 @@ func serverObjects(b *testing.B, id string) (containers, networks []string) {
 // Each round serves a fresh copy of the task whose image is new, and checks
 // that the server built it once (one "building image" line in its log; the
 // episodes' containers all of one image ID), that every episode scored 1,
-// and that after SIGTERM no container or network with the server's label
-// is left. Timed: from the resets sent to the last reward, the image build
+// and that no container or network with the server's label is left once
+// the teardowns (after each final reply) are done, nor after SIGTERM. Timed: from the resets sent to the last reward, the image build
 // (at the server's start, before /health answers) left out. Floor, after
 // it in the same round: as many bare `docker run`s of the same image at
 // once, agentenv-terminal bind-mounted as the entrypoint, each polled
@@ -98,7 +98,7 @@ func BenchmarkHarborEpisodesAtOnce(b *testing.B) {
 	term := servetest.TerminalBinary(b)
 	ctx := context.Background()
 	var serveRound, floorRound, builds []time.Duration
-	var deploys, verifies []time.Duration
+	var deploys, verifies, teardowns, floorRemoves []time.Duration
 	b.ResetTimer()
 	for round := range b.N {
 		b.StopTimer()
@@ -192,13 +192,28 @@ func BenchmarkHarborEpisodesAtOnce(b *testing.B) {
 			deploys = append(deploys, time.Duration((r.Observation.Times["deploy"]+r.Observation.Times["ready"])*float64(time.Second)))
 			verifies = append(verifies, time.Duration(r.Observation.Times["verify"]*float64(time.Second)))
 		}
-		if code := s.Stop(b, syscall.SIGTERM, 5*time.Minute); code != 0 {
+		// The teardowns run after each final reply, off the client's
+		// path: every container and network goes without a signal.
+		t = time.Now()
+		for {
+			c, nets := serverObjects(b, id)
+			if len(c)+len(nets) == 0 {
+				break
+			}
+			if time.Since(t) > 6*time.Minute { // past the engine's 5-minute teardown retries
+				b.Fatalf("left 6 minutes after the episodes ended: containers %v, networks %v\n%s", c, nets, s.Log)
+			}
+			time.Sleep(time.Second)
+		}
+		teardowns = append(teardowns, time.Since(t))
+		if code := s.Stop(b, syscall.SIGTERM, 2*time.Minute); code != 0 {
 			b.Fatalf("serve exited %d after SIGTERM:\n%s", code, s.Log)
 		}
 		if c, nets := serverObjects(b, id); len(c)+len(nets) != 0 {
 			b.Fatalf("left after SIGTERM: containers %v, networks %v", c, nets)
 		}
-		floorRound = append(floorRound, bareRound(b, env, verify.TestsDir, term, n))
+		played, removed := bareRound(b, env, verify.TestsDir, term, n)
+		floorRound, floorRemoves = append(floorRound, played), append(floorRemoves, removed)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(n), "episodes-at-once")
@@ -208,6 +223,8 @@ func BenchmarkHarborEpisodesAtOnce(b *testing.B) {
 	b.ReportMetric(median(builds).Seconds(), "image-build-s")
 	b.ReportMetric(ms(median(deploys)), "episode-deploy-ready-p50-ms")
 	b.ReportMetric(ms(median(verifies)), "episode-verify-p50-ms")
+	b.ReportMetric(median(teardowns).Seconds(), "serve-all-gone-s")
+	b.ReportMetric(median(floorRemoves).Seconds(), "docker-rm-all-s")
 }
 
 // bareRound is the floor of BenchmarkHarborEpisodesAtOnce: n bare
@@ -215,8 +232,8 @@ func BenchmarkHarborEpisodesAtOnce(b *testing.B) {
 // as the entrypoint and the task's tests at /tests, each polled until it
 // answers, MCP connected, the solution and then test.sh run through the
 // shell tool (its reward checked). It returns the wall time until the
-// last reward; the containers are removed after, not timed.
-func bareRound(b *testing.B, env *bundle.Env, tests, term string, n int) time.Duration {
+// last reward, and that of removing the containers, all at once, after.
+func bareRound(b *testing.B, env *bundle.Env, tests, term string, n int) (played, removed time.Duration) {
 	b.Helper()
 	cli := dockertest.Client(b)
 	bare := newBareRun(b, cli, env)
@@ -289,13 +306,15 @@ func bareRound(b *testing.B, env *bundle.Env, tests, term string, n int) time.Du
 			b.Fatal(err)
 		}
 	}
+	t = time.Now()
 	for i := range n {
 		wg.Go(func() { bare.remove(names[i]) })
 	}
 	wg.Wait()
+	removed = time.Since(t)
 	// The next round's floor makes its network on the same subnet.
 	if _, err := cli.NetworkRemove(context.Background(), bare.net, mobyclient.NetworkRemoveOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	return took
+	return took, removed
 }
