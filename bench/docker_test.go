@@ -75,9 +75,24 @@ func newBareRun(b *testing.B, cli *mobyclient.Client, env *bundle.Env) *bareRun 
 			_, _ = cli.ContainerRemove(context.Background(), k.(string), mobyclient.ContainerRemoveOptions{Force: true})
 			return true
 		})
-		_, _ = cli.NetworkRemove(context.Background(), r.net, mobyclient.NetworkRemoveOptions{})
+		_ = removeBenchNetwork(cli, r.net)
 	})
 	return r
+}
+
+// removeBenchNetwork removes a network made here, waiting (up to 30 s)
+// out the moment after its containers' removal when the engine may still
+// count endpoints on it.
+func removeBenchNetwork(cli *mobyclient.Client, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		_, err := cli.NetworkRemove(ctx, name, mobyclient.NetworkRemoveOptions{})
+		if err == nil || !strings.Contains(err.Error(), "active endpoints") || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // cli runs `docker run -d` and connects; api does the same through the

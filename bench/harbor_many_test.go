@@ -313,7 +313,7 @@ func bareRound(b *testing.B, env *bundle.Env, tests, term string, n int) (played
 	wg.Wait()
 	removed = time.Since(t)
 	// The next round's floor makes its network on the same subnet.
-	if _, err := cli.NetworkRemove(context.Background(), bare.net, mobyclient.NetworkRemoveOptions{}); err != nil {
+	if err := removeBenchNetwork(cli, bare.net); err != nil {
 		b.Fatal(err)
 	}
 	return took, removed
