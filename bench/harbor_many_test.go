@@ -87,7 +87,8 @@ func serverObjects(b *testing.B, id string) (containers, networks []string) {
 // it in the same round: as many bare `docker run`s of the same image at
 // once, agentenv-terminal bind-mounted as the entrypoint, each polled
 // until it answers over HTTP, MCP connected, the solution run and test.sh
-// run through the shell tool.
+// run through the shell tool. AGENTENV_BENCH_PARALLEL_OPS sets the
+// sandbox's parallel_ops (Docker calls at once; default 8).
 func BenchmarkHarborEpisodesAtOnce(b *testing.B) {
 	harborBase(b)
 	cli := dockertest.Client(b)
@@ -96,6 +97,10 @@ func BenchmarkHarborEpisodesAtOnce(b *testing.B) {
 		n = v
 	}
 	term := servetest.TerminalBinary(b)
+	serveArgs := []string{"--sandbox-config", "mode=docker", "--max-concurrent-envs", strconv.Itoa(n), "--tool-format", "hermes", "--log-level", "info"}
+	if v := os.Getenv("AGENTENV_BENCH_PARALLEL_OPS"); v != "" { // the sandbox's Docker calls at once (default 8)
+		serveArgs = append(serveArgs, "--sandbox-config", "parallel_ops="+v)
+	}
 	ctx := context.Background()
 	var serveRound, floorRound, builds []time.Duration
 	var deploys, verifies, teardowns, floorRemoves []time.Duration
@@ -120,8 +125,7 @@ func BenchmarkHarborEpisodesAtOnce(b *testing.B) {
 		env, verify := harborTask(b, abs, "hello-file")
 		s := servetest.Start(b, servetest.Options{Bundle: abs, Ready: 10 * time.Minute,
 			Env: []string{sandbox.EnvTerminalBinary + "=" + term},
-			Args: []string{"--sandbox-config", "mode=docker", "--sandbox-config", "state_dir=" + b.TempDir(),
-				"--max-concurrent-envs", strconv.Itoa(n), "--tool-format", "hermes", "--log-level", "info"}})
+			Args: append([]string{"--sandbox-config", "state_dir=" + b.TempDir()}, serveArgs...)})
 		id, err := runtime.ServerID(abs, s.Addr)
 		if err != nil {
 			b.Fatal(err)
