@@ -124,7 +124,7 @@ func BenchmarkHarborEpisodesAtOnce(b *testing.B) {
 		}
 		env, verify := harborTask(b, abs, "hello-file")
 		s := servetest.Start(b, servetest.Options{Bundle: abs, Ready: 10 * time.Minute,
-			Env: []string{sandbox.EnvTerminalBinary + "=" + term},
+			Env:  []string{sandbox.EnvTerminalBinary + "=" + term},
 			Args: append([]string{"--sandbox-config", "state_dir=" + b.TempDir()}, serveArgs...)})
 		id, err := runtime.ServerID(abs, s.Addr)
 		if err != nil {
