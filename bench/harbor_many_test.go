@@ -55,6 +55,21 @@ func freshHarborTask(b *testing.B, cli *mobyclient.Client, nonce string) string 
 	return dir
 }
 
+// logDuration reads key=DURATION (quoted or not) from a log line; 0 when
+// it is not there.
+func logDuration(line, key string) time.Duration {
+	i := strings.Index(line, " "+key+"=")
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(line[i+len(key)+2:])
+	if len(f) == 0 {
+		return 0
+	}
+	d, _ := time.ParseDuration(strings.Trim(f[0], `"`))
+	return d
+}
+
 // dockerLines runs docker with args and returns its output's fields.
 func dockerLines(b *testing.B, args ...string) []string {
 	b.Helper()
@@ -104,6 +119,7 @@ func BenchmarkHarborEpisodesAtOnce(b *testing.B) {
 	ctx := context.Background()
 	var serveRound, floorRound, builds []time.Duration
 	var deploys, verifies, teardowns, floorRemoves []time.Duration
+	var queued, networks, creates, starts []time.Duration // the sandbox's deploy phases
 	b.ResetTimer()
 	for round := range b.N {
 		b.StopTimer()
@@ -210,6 +226,13 @@ func BenchmarkHarborEpisodesAtOnce(b *testing.B) {
 			time.Sleep(time.Second)
 		}
 		teardowns = append(teardowns, time.Since(t))
+		for _, line := range strings.Split(s.Log.String(), "\n") {
+			if strings.Contains(line, deployedLine) {
+				for key, into := range map[string]*[]time.Duration{"queued": &queued, "network": &networks, "create": &creates, "start": &starts} {
+					*into = append(*into, logDuration(line, key))
+				}
+			}
+		}
 		if code := s.Stop(b, syscall.SIGTERM, 2*time.Minute); code != 0 {
 			b.Fatalf("serve exited %d after SIGTERM:\n%s", code, s.Log)
 		}
@@ -227,6 +250,10 @@ func BenchmarkHarborEpisodesAtOnce(b *testing.B) {
 	b.ReportMetric(median(builds).Seconds(), "image-build-s")
 	b.ReportMetric(ms(median(deploys)), "episode-deploy-ready-p50-ms")
 	b.ReportMetric(ms(median(verifies)), "episode-verify-p50-ms")
+	b.ReportMetric(ms(median(queued)), "deploy-queued-p50-ms")
+	b.ReportMetric(ms(median(networks)), "deploy-network-p50-ms")
+	b.ReportMetric(ms(median(creates)), "deploy-create-p50-ms")
+	b.ReportMetric(ms(median(starts)), "deploy-start-p50-ms")
 	b.ReportMetric(median(teardowns).Seconds(), "serve-all-gone-s")
 	b.ReportMetric(median(floorRemoves).Seconds(), "docker-rm-all-s")
 }
