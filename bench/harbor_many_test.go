@@ -280,9 +280,13 @@ func bareRound(b *testing.B, env *bundle.Env, tests, term string, n int) (played
 	}
 	names := make([]string, n)
 	ports := make([]string, n)
+	taken := map[string]bool{}
 	for i := range n {
-		_, ports[i], _ = net.SplitHostPort(freePort(b))
-		names[i] = fmt.Sprintf("agentenv-bench-%s-%s", bare.nonce, ports[i])
+		for ports[i] == "" || taken[ports[i]] { // a port just closed may be handed out again
+			_, ports[i], _ = net.SplitHostPort(freePort(b))
+		}
+		taken[ports[i]] = true
+		names[i] = fmt.Sprintf("agentenv-bench-%s-%d", bare.nonce, i)
 		bare.tracked.Store(names[i], true)
 	}
 	errs := make([]error, n)
