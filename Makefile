@@ -54,7 +54,7 @@ bench: ## run the benchmarks (numbers go in docs/performance.md)
 
 K8SCLUSTER := $(GO) run ./internal/k8scluster/cmd/k8scluster
 
-k8s-up: ## start the real Kubernetes test cluster (root; builds its binaries once, ~20 min cold)
+k8s-up: ## start the real Kubernetes test cluster (root; builds its binaries once: ~20 min cold on 2 idle cores, up to an hour on a loaded machine)
 	$(K8SCLUSTER) up --build
 
 k8s-down: ## stop the test cluster and check nothing of it is left

@@ -82,7 +82,7 @@ func k8sSetup(ctx context.Context, o options, dir string) (*setup, error) {
 	}
 	// The env's image, FROM scratch, imported into the node's containerd
 	// (as its Dockerfile builds it: the binary, listening on every interface).
-	bin := filepath.Join(env.Dir, env.Command[0])
+	bin := envCommand(env)
 	ictx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := c.ImportImage(ictx, bin, env.Image, "/"+filepath.Base(bin), "--host", "0.0.0.0"); err != nil {

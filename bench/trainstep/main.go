@@ -24,6 +24,13 @@
 //
 //	go run ./bench/trainstep sessions --idle 10000 --live 2000 --episodes 20000
 //
+// --reuse N plays every step twice, alternating: on the bundle's envs as
+// they are (a fresh deploy per rollout) and on a copy whose envs declare
+// reuse = N (reset between rollouts), and prints the ratios. The bundle is
+// served from copies whose envs need no build (built here first, or
+// --env-bin's prebuilt binary), so with --agentenv and --env-bin the
+// command runs where there is no Go toolchain.
+//
 // --sandboxes k8s plays the step on the Kubernetes test cluster (`make
 // k8s-up`), in a namespace of the run's own, its floor a bare pod through
 // client-go; --k8s-config FILE (JSON) points it at another cluster.
@@ -53,6 +60,11 @@ type options struct {
 	replies  []string
 	floors   int
 	cpuScale float64
+	// reuse N > 1 plays each step twice, alternating: on the bundle as
+	// it is and on a copy whose envs declare reuse = N (reuseBundle).
+	reuse       int
+	reuseBundle string
+	envBin      string
 }
 
 func main() {
@@ -82,10 +94,15 @@ func run() error {
 	flag.IntVar(&o.attempts, "attempts", 3, "attempts per rollout (replays of rollouts the env failed)")
 	flag.StringVar(&repliesFile, "replies", "", "file of model replies, one JSON string per line, played in order (the last one ends the episode)")
 	flag.IntVar(&o.floors, "floors", 8, "bare deploys and MCP calls measured per floor")
+	flag.IntVar(&o.reuse, "reuse", 0, "also play every step on a copy of the bundle whose envs declare reuse = N (N >= 2), alternating with the fresh-env step, and print both and their ratios")
+	flag.StringVar(&o.envBin, "env-bin", "", "a prebuilt env binary to run instead of building the bundle's env (for a machine without Go)")
 	flag.StringVar(&k8sConfig, "k8s-config", "", "the k8s sandbox's settings file (JSON, with kubeconfig and namespace), for --sandboxes k8s (default: the test cluster of `make k8s-up`, a namespace of its own)")
 	flag.Parse()
 	if o.n < 1 || o.c < 1 || o.g < 1 || o.turns < 1 || o.steps < 1 || o.attempts < 1 {
 		return fmt.Errorf("-n, -c, -g, -t, --steps and --attempts must be at least 1")
+	}
+	if o.reuse == 1 || o.reuse < 0 {
+		return fmt.Errorf("--reuse %d: give N >= 2 episodes per deploy, or leave it out", o.reuse)
 	}
 	var err error
 	if o.replies, err = loadReplies(repliesFile); err != nil {
@@ -98,9 +115,16 @@ func run() error {
 	defer os.RemoveAll(work)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	name := filepath.Base(o.bundle)
+	if o.bundle, o.reuseBundle, err = servedBundles(ctx, o, work); err != nil {
+		return err
+	}
 
-	fmt.Printf("# trainstep: %d rollouts x up to %d turns, %d at once, groups of %d, think %s, %d steps; bundle %s; %d CPUs\n\n",
-		o.n, o.turns, o.c, o.g, o.think, o.steps, filepath.Base(o.bundle), numCPU())
+	fmt.Printf("# trainstep: %d rollouts x up to %d turns, %d at once, groups of %d, think %s, %d steps; bundle %s; %d CPUs; load average %s\n\n",
+		o.n, o.turns, o.c, o.g, o.think, o.steps, name, numCPU(), loadAvg())
+	if o.reuse > 1 {
+		fmt.Printf("Each step is played twice, alternating: on fresh envs, then on envs that declare reuse = %d (the same tasks).\n\n", o.reuse)
+	}
 	for _, name := range strings.Split(sandboxes, ",") {
 		sb, ok := sandboxByName(strings.TrimSpace(name))
 		if !ok {
@@ -150,14 +174,30 @@ func measure(ctx context.Context, o options, sb sandboxKind, work string) (*repo
 			return nil, fmt.Errorf("floor: %w", err)
 		}
 	}
-	srv, err := startServe(ctx, o, setup.env, append(setup.args, "--max-concurrent-envs", fmt.Sprint(max(o.c, 1)*2))...)
+	args := append(setup.args, "--max-concurrent-envs", fmt.Sprint(max(o.c, 1)*2))
+	srv, err := startServe(ctx, o, setup.env, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.stop()
+	var reuseSrv *server
+	if o.reuseBundle != "" {
+		ro := o
+		ro.bundle = o.reuseBundle
+		if reuseSrv, err = startServe(ctx, ro, setup.env, args...); err != nil {
+			return nil, fmt.Errorf("serving the reuse copy: %w", err)
+		}
+		defer reuseSrv.stop()
+		rep.reuse = o.reuse
+	}
 	if setup.warmed != nil {
-		if err := setup.warmed(ctx, srv); err != nil {
-			return nil, err
+		for _, s := range []*server{srv, reuseSrv} {
+			if s == nil {
+				continue
+			}
+			if err := setup.warmed(ctx, s); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for s := range o.steps {
@@ -166,6 +206,26 @@ func measure(ctx context.Context, o options, sb sandboxKind, work string) (*repo
 			return nil, fmt.Errorf("step %d: %w", s+1, err)
 		}
 		rep.steps = append(rep.steps, st)
+		if reuseSrv == nil {
+			continue
+		}
+		if st, err = playStep(ctx, o, reuseSrv, s); err != nil {
+			return nil, fmt.Errorf("step %d, reuse = %d: %w", s+1, o.reuse, err)
+		}
+		rep.reuseSteps = append(rep.reuseSteps, st)
 	}
 	return rep, nil
+}
+
+// loadAvg is the machine's load average (1, 5, 15 min) from /proc.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }

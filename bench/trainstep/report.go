@@ -14,6 +14,10 @@ type report struct {
 	floorDeploy []time.Duration
 	floorCall   []time.Duration
 	steps       []step
+	// With --reuse: the same steps on envs that declare reuse = reuse,
+	// each played right after its fresh-env step.
+	reuse      int
+	reuseSteps []step
 }
 
 // phases of the final observation's times, in the order they happen;
@@ -53,9 +57,20 @@ func (r *report) print(w io.Writer, o options) {
 		fmt.Fprintf(w, "floor: bare deploy (%s) to MCP ready, %d of them %d at once, median: %.1f ms; bare MCP call (get_prices), median of %d: %.2f ms\n\n",
 			r.floorName, len(r.floorDeploy), min(o.c, len(r.floorDeploy)), ms(floor), len(r.floorCall), ms(median(r.floorCall)))
 	}
+	printSteps(w, r.steps, floor)
+	if r.reuse > 1 {
+		fmt.Fprintf(w, "\n### %s, envs with reuse = %d (each step right after the fresh one above)\n\n", r.sandbox, r.reuse)
+		printSteps(w, r.reuseSteps, floor)
+		r.compare(w)
+	}
+	fmt.Fprintln(w)
+}
+
+// printSteps prints the steps' table and each step's CPU by process.
+func printSteps(w io.Writer, steps []step, floor time.Duration) {
 	fmt.Fprintln(w, "| step | wall s | rollouts | replays | failed | env s/rollout p50 | p99 | deploy p50 ms | ready p50 ms | step p50 ms (tool) | verify p50 ms | queue p50 ms | env/(floor+tool+setup+verify) | server CPU s | CPU ×256/N, % of 70 s | peak RSS MiB |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-	for i, st := range r.steps {
+	for i, st := range steps {
 		var env, dep, rdy, stepT, tool, verify, queue, ratio []float64
 		replays, failed := 0, 0
 		for _, ro := range st.rollouts {
@@ -87,7 +102,7 @@ func (r *report) print(w io.Writer, o options) {
 			quantile(dep, 0.5), quantile(rdy, 0.5), quantile(stepT, 0.5), quantile(tool, 0.5), quantile(verify, 0.5), quantile(queue, 0.5),
 			quantile(ratio, 0.5), st.cpu.Seconds(), 100*st.cpu.Seconds()*256/float64(len(st.rollouts))/seedStep.Seconds(), float64(st.peakRSS)/(1<<20))
 	}
-	for i, st := range r.steps {
+	for i, st := range steps {
 		names := make([]string, 0, len(st.cpuBy))
 		for k := range st.cpuBy {
 			names = append(names, k)
@@ -99,5 +114,52 @@ func (r *report) print(w io.Writer, o options) {
 		}
 		fmt.Fprintf(w, " serve allocated %.0f KiB per rollout\n", st.alloc/1024/float64(max(len(st.rollouts), 1)))
 	}
+}
+
+// stepFigures are a step's medians and per-rollout CPU.
+type stepFigures struct {
+	envP50, deployP50, cpuPerRollout float64 // s, ms, ms
+}
+
+func figures(st step) stepFigures {
+	var env, dep []float64
+	for _, ro := range st.rollouts {
+		if ro.failed || ro.times == nil {
+			continue
+		}
+		total := 0.0
+		for _, p := range phases {
+			if p != "tool" {
+				total += ro.times[p]
+			}
+		}
+		env = append(env, total)
+		dep = append(dep, ro.times["deploy"]*1e3)
+	}
+	return stepFigures{envP50: quantile(env, 0.5), deployP50: quantile(dep, 0.5),
+		cpuPerRollout: ms(st.cpu) / float64(max(len(st.rollouts), 1))}
+}
+
+// compare prints reuse against fresh, step by step: each pair was played
+// back to back on the same machine.
+func (r *report) compare(w io.Writer) {
+	fmt.Fprintf(w, "\n### %s, reuse = %d against fresh envs, step by step (each pair played back to back)\n\n", r.sandbox, r.reuse)
+	fmt.Fprintln(w, "| step | server CPU ms/rollout fresh | reuse | **reuse ÷ fresh** | env s/rollout p50 fresh | reuse | reuse ÷ fresh | wall s fresh | reuse | reuse ÷ fresh | episodes on a reset env |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	for i := range min(len(r.steps), len(r.reuseSteps)) {
+		f, u := figures(r.steps[i]), figures(r.reuseSteps[i])
+		fmt.Fprintf(w, "| %d | %.2f | %.2f | **%.2f** | %.3f | %.3f | %.2f | %.2f | %.2f | %.2f | %.0f of %d |\n", i+1,
+			f.cpuPerRollout, u.cpuPerRollout, ratio(u.cpuPerRollout, f.cpuPerRollout),
+			f.envP50, u.envP50, ratio(u.envP50, f.envP50),
+			r.steps[i].wall.Seconds(), r.reuseSteps[i].wall.Seconds(), ratio(r.reuseSteps[i].wall.Seconds(), r.steps[i].wall.Seconds()),
+			r.reuseSteps[i].reuses, len(r.reuseSteps[i].rollouts))
+	}
 	fmt.Fprintln(w)
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
 }

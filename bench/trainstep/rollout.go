@@ -69,6 +69,7 @@ type step struct {
 	cpu      time.Duration // the server's CPU time during the step
 	cpuBy    map[string]time.Duration
 	alloc    float64 // bytes serve's Go heap allocated during the step
+	reuses   float64 // episodes given a reset env (agentenv_env_reuses_total)
 	peakRSS  int64
 	rollouts []rollout
 }
@@ -82,6 +83,7 @@ func playStep(ctx context.Context, o options, srv *server, index int) (step, err
 	before := srv.usage()
 	beforeBy := srv.cpuByProcess()
 	alloc0 := scrapeSum(srv.url, "go_memstats_alloc_bytes_total", "")
+	reuses0 := scrapeSum(srv.url, "agentenv_env_reuses_total", "")
 	peak := before.rss
 	stopSampling := make(chan struct{})
 	sampled := make(chan int64)
@@ -126,6 +128,7 @@ func playStep(ctx context.Context, o options, srv *server, index int) (step, err
 	st.cpu = srv.usage().cpu - before.cpu
 	st.cpuBy = srv.cpuByProcess()
 	st.alloc = scrapeSum(srv.url, "go_memstats_alloc_bytes_total", "") - alloc0
+	st.reuses = scrapeSum(srv.url, "agentenv_env_reuses_total", "") - reuses0
 	for k, v := range beforeBy {
 		st.cpuBy[k] -= v
 	}
@@ -149,6 +152,8 @@ func playRollout(ctx context.Context, o options, c *client.Client, index int, la
 		if errors.Is(err, client.CodeValidation) || errors.Is(err, client.CodeNotFound) || ctx.Err() != nil {
 			return rollout{}, err // the request's fault: no replay helps
 		}
+		// Each replay says why, so a run's replays can be explained.
+		fmt.Fprintf(os.Stderr, "replay: rollout %s attempt %d: %v\n", label, attempt, err)
 		last = err
 	}
 	return rollout{wall: time.Since(start), attempts: o.attempts, failed: true}, fmt.Errorf("rollout %s failed %d attempts: %w", label, o.attempts, last)

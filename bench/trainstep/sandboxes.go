@@ -255,7 +255,7 @@ func processFloor(ctx context.Context, o options, s *setup) ([]time.Duration, []
 		}
 		_, port, _ := net.SplitHostPort(addr)
 		t := time.Now()
-		cmd := exec.Command(filepath.Join(s.envDef.Dir, s.envDef.Command[0]), s.envDef.Command[1:]...)
+		cmd := exec.Command(envCommand(s.envDef), s.envDef.Command[1:]...)
 		cmd.Dir = s.envDef.Dir
 		cmd.Env = append(os.Environ(), "AGENTENV_PORT="+port)
 		if err := cmd.Start(); err != nil {

@@ -97,6 +97,7 @@ func runSessions(args []string) error {
 		var err error
 		for attempt := 1; attempt <= o.attempts; attempt++ {
 			if attempt > 1 {
+				fmt.Fprintf(os.Stderr, "replay: live session %d attempt %d: %v\n", i, attempt-1, err)
 				live[i].Close()
 				liveReplays.Add(1)
 				if live[i], err = c.Connect(ctx); err != nil {

@@ -6,6 +6,7 @@
 //
 //	agentenv-terminal [--host H] [--port P] [--workdir DIR] [--verifier-logs DIR]
 //	agentenv-terminal drop-default-routes   (for sandboxes: see droproutes.go)
+//	agentenv-terminal install DEST          (for sandboxes: see install.go)
 //
 // The port defaults to $AGENTENV_PORT (else 18765), the workdir to
 // $AGENTENV_WORKDIR (else the current folder). It listens on all addresses
@@ -46,6 +47,9 @@ const shutdownGrace = time.Second
 func main() {
 	if len(os.Args) == 2 && os.Args[1] == dropRoutesArg {
 		os.Exit(dropRoutes(os.Stdout))
+	}
+	if len(os.Args) > 1 && os.Args[1] == installArg {
+		os.Exit(install(os.Args[2:], os.Stderr))
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("name", "agentenv-terminal")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

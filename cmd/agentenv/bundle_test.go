@@ -43,7 +43,7 @@ func TestBundleCheck(t *testing.T) {
 		}, false},
 		{"reward score missing", []string{full, "--reward", "score:grade"}, []string{`5 tasks (chat, level/l1, level/l2, level/l3, quiz) have no verifier step "grade"`}, true},
 		{"broken", []string{broken}, []string{filepath.Join(broken, "tasks", "a.json") + `:2: step "p": unknown step type "prompt"`}, true},
-		{"missing folder", []string{filepath.Join(broken, "nope")}, []string{"no such file or directory"}, true},
+		{"missing folder", []string{filepath.Join(broken, "nope")}, []string{"nope: no such folder"}, true},
 		{"no argument", nil, []string{"check needs the bundle folder to check, got none", "bundle check DIR", "--help"}, true},
 	}
 	for _, tc := range cases {

@@ -150,3 +150,48 @@ func TestReadmeNamesEveryCommand(t *testing.T) {
 		}
 	}
 }
+
+// No table of the docs is cut by a blank line: markdown ends the table
+// there and shows the rows after it as a paragraph of pipes (serving.md's
+// flag table lost --max-queued-messages so). A table after a blank line
+// starts with its header and separator row.
+func TestDocsTablesUnbroken(t *testing.T) {
+	sep := regexp.MustCompile(`^\|\s*:?-{3,}`)
+	for path, text := range docFiles(t) {
+		lines := strings.Split(text, "\n")
+		fence := false
+		for i, l := range lines {
+			if strings.HasPrefix(strings.TrimSpace(l), "```") {
+				fence = !fence
+			}
+			if fence || i < 2 || !strings.HasPrefix(l, "|") || strings.TrimSpace(lines[i-1]) != "" || !strings.HasPrefix(lines[i-2], "|") {
+				continue
+			}
+			if i+1 >= len(lines) || !sep.MatchString(lines[i+1]) {
+				t.Errorf("%s:%d: a table row cut off from the table above by a blank line: %.80s", path, i+1, l)
+			}
+		}
+	}
+}
+
+// The headings skyrl_gridsim.sh points its reader at ("Warm start") are
+// headings of docs/training-skyrl.md (one was renamed under it).
+func TestSkyRLScriptHeadingsExist(t *testing.T) {
+	script, err := os.ReadFile("../../examples/gridsim/skyrl_gridsim.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile("../../docs/training-skyrl.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quoted := regexp.MustCompile(`(?m)^#.*?"([A-Z][^"]+)"`).FindAllStringSubmatch(string(script), -1)
+	if len(quoted) < 2 {
+		t.Fatalf("found %d headings quoted in skyrl_gridsim.sh", len(quoted))
+	}
+	for _, m := range quoted {
+		if !regexp.MustCompile(`(?m)^#+ ` + regexp.QuoteMeta(m[1]) + `$`).Match(page) {
+			t.Errorf("skyrl_gridsim.sh points at %q, no heading of docs/training-skyrl.md", m[1])
+		}
+	}
+}

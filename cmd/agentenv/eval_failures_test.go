@@ -291,7 +291,10 @@ func TestEvalRefusals(t *testing.T) {
 		{"another eval's results", evalArgs(t, addr, model, "idle", existing, "--resume"), `line 1: a rollout of split "eval", model "other", tool format "hermes"; this eval is split "eval", model "idle"`},
 		{"no such split", evalArgs(t, addr, model, "idle", filepath.Join(dir, "a.jsonl"), "--split", "test"), "--split test: the server has no such split; it has all, eval, train"},
 		{"a tool format the server lacks", evalArgs(t, addr, model, "idle", filepath.Join(dir, "b.jsonl"), "--tool-format", "xml", "--limit", "2"), "the server refused to start task day/eval-00"},
-		{"no server", evalArgs(t, freeAddr(t), model, "idle", filepath.Join(dir, "c.jsonl")), "connection refused"},
+		{"no server", evalArgs(t, freeAddr(t), model, "idle", filepath.Join(dir, "c.jsonl")), "connection refused\nno server is listening at 127.0.0.1:"},
+		// Checked first: it used to deploy and play every rollout before
+		// failing them all.
+		{"model endpoint down", evalArgs(t, addr, "http://"+freeAddr(t)+"/v1", "idle", filepath.Join(dir, "c2.jsonl")), "does not answer"},
 		{"retry without resume", evalArgs(t, addr, model, "idle", filepath.Join(dir, "d.jsonl"), "--retry-failed"), "--retry-failed goes with --resume"},
 		{"bad kwargs", evalArgs(t, addr, model, "idle", filepath.Join(dir, "e.jsonl"), "--chat-template-kwargs", "{x}"), "--chat-template-kwargs: chat template kwargs: not valid JSON"},
 		{"bad model URL", evalArgs(t, addr, "localhost:8000", "idle", filepath.Join(dir, "f.jsonl")), "--model-url: want the API's base URL"},
@@ -318,6 +321,9 @@ func TestEvalRefusals(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(existing); bytes.Count(b, []byte("\n")) != 1 {
 		t.Fatal("a refused results file was changed")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "c2.jsonl")); !os.IsNotExist(err) {
+		t.Errorf("with the model endpoint down, eval wrote results: %v", err)
 	}
 }
 

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/agentenv/agentenv/core/bundle"
+	"github.com/agentenv/agentenv/core/dataset/skyrl"
+	"github.com/agentenv/agentenv/core/dataset/skyrl/oracles"
 	"github.com/agentenv/agentenv/core/oracle"
 	"github.com/agentenv/agentenv/core/runtime"
 	"github.com/agentenv/agentenv/internal/servetest"
@@ -131,6 +133,25 @@ func TestHarborServeEndToEnd(t *testing.T) {
 	getJSON(t, addr, "/toolsets/"+page.Tasks[0].Toolset+"/tools", &tools)
 	if len(tools.Tools) != 2 || tools.Tools[0].Function.Name != "shell" || tools.Tools[1].Function.Name != "editor" {
 		t.Fatalf("toolset tools: %+v", tools)
+	}
+	// SkyRL's rows: the instruction as the user turn, the terminal's tools
+	// in the system message through Qwen3's chat template.
+	rows := filepath.Join(t.TempDir(), "rows")
+	if stdout, stderr, code := runSkyrl(t, nil, "http://"+addr, rows, "--tokenizer", oracles.Qwen3Dir(t), "--max-prompt-length", "4096"); code != 0 {
+		t.Fatalf("skyrl rows: exit %d\n%s%s", code, stdout, stderr)
+	}
+	got, err := skyrl.ReadRows(filepath.Join(rows, "harbor.parquet"))
+	if err != nil || len(got) != 4 {
+		t.Fatalf("harbor.parquet: %d rows, %v", len(got), err)
+	}
+	for i, r := range got {
+		task, _ := b.Task(r.Episode.TaskID)
+		if task == nil || strings.Join(r.Episode.Tools, ",") != "shell,editor" || len(r.Prompt) != 2 ||
+			!strings.Contains(r.Prompt[0].Content, bundle.HarborSystemPrompt) ||
+			!strings.Contains(r.Prompt[0].Content, `{"type": "function", "function": {"name": "shell"`) ||
+			r.Prompt[1].Role != "user" || r.Prompt[1].Content != task.Steps[1].Prompt {
+			t.Fatalf("row %d: %+v", i, r)
+		}
 	}
 	c := dialServe(t, addr, "")
 	for _, task := range b.Tasks {

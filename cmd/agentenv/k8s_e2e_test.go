@@ -65,7 +65,7 @@ func k8sGridsim(t *testing.T) (*k8scluster.Cluster, string) {
 }
 
 // k8sConfig writes a sandbox config for namespace ns of the cluster, with
-// extra settings, and returns its path.
+// extra settings (a nil value removes one), and returns its path.
 func k8sConfig(t *testing.T, c *k8scluster.Cluster, ns string, extra map[string]any) string {
 	t.Helper()
 	cfg := map[string]any{
@@ -77,6 +77,10 @@ func k8sConfig(t *testing.T, c *k8scluster.Cluster, ns string, extra map[string]
 		"server_cidrs": []string{c.Info.HostIP + "/32"},
 	}
 	for k, v := range extra {
+		if v == nil { // nil: leave the setting out
+			delete(cfg, k)
+			continue
+		}
 		cfg[k] = v
 	}
 	b, _ := json.Marshal(cfg)

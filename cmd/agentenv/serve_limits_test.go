@@ -85,3 +85,55 @@ func TestServeHugeStepMemoryIsBounded(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, s.log)
 	}
 }
+
+// The replies of issue 34 (round 4) cost the real server bounded memory
+// (VmHWM over its start): a 9.5 MiB Python literal (1.29 GiB before), a
+// 6 MiB hex literal (8 s of a core before), and 24 replies of 15 MiB in
+// one recorded episode (+635 MiB before: the live transcript kept every
+// reply). Each is answered and the episode goes on.
+func TestServeHostileRepliesAreBounded(t *testing.T) {
+	addr := freeAddr(t)
+	s := startServe(t, gridsimBundle, addr, t.TempDir(), nil, "--record", t.TempDir())
+	pid := s.cmd.Process.Pid
+	c := dialServe(t, addr, "")
+	c.observation(`{"type":"reset","data":{"task_id":"day/eval-001","tool_format":"qwen3_coder"}}`)
+	qwenCall := func(schedule string) string {
+		return "<tool_call>\n<function=submit_schedule>\n<parameter=schedule>\n" + schedule + "\n</parameter>\n</function>\n</tool_call>"
+	}
+	step := func(reply string) string {
+		frame, _ := json.Marshal(map[string]any{"type": "step", "data": map[string]string{"reply": reply}})
+		obs := c.observation(string(frame))
+		if obs["done"] == true {
+			t.Fatalf("the episode ended: %v", obs)
+		}
+		msgs := obs["observation"].(map[string]any)["messages"].([]any)
+		return msgs[0].(map[string]any)["content"].(string)
+	}
+	step(qwenCall("[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]")) // warm the path
+	base := max(procStatus(t, pid, "VmHWM"), procStatus(t, pid, "VmRSS"))
+	checkPeak := func(what string) {
+		t.Helper()
+		peak := procStatus(t, pid, "VmHWM")
+		t.Logf("after %s: peak %d MiB (+%d MiB over the start)", what, peak>>10, (peak-base)>>10)
+		if grew := (peak - base) >> 10; grew >= 300 {
+			t.Errorf("after %s the server's peak memory grew %d MiB, want under 300", what, grew)
+		}
+	}
+
+	if got := step(qwenCall("[" + strings.Repeat("0,", 4_980_000) + "]")); !strings.Contains(got, "more than 20000 JSON values") {
+		t.Errorf("answer to a 9.5 MiB literal: %.300q", got)
+	}
+	checkPeak("a 9.5 MiB Python literal")
+	if got := step(qwenCall("[0x" + strings.Repeat("f", 6<<20) + "]")); !strings.Contains(got, "more than 4300 digits") {
+		t.Errorf("answer to a 6 MiB hex literal: %.300q", got)
+	}
+	checkPeak("a 6 MiB hex literal")
+	long := strings.Repeat("x", 15<<20) + qwenCall("[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]")
+	for range 24 {
+		step(long)
+	}
+	checkPeak("24 replies of 15 MiB")
+	if code := s.signalAndWait(t, syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, s.log)
+	}
+}

@@ -156,6 +156,8 @@ func TestSkyrlRowsRefusals(t *testing.T) {
 			[]string{"2200 prompts are over --max-prompt-length 500", "nothing was written", "task day/", "tokens as the generator renders it (with the template kwargs)", "as the prompt filter counts it (without them)", "and 2195 more"}},
 		{"env fails to deploy", nil, []string{"http://" + broken},
 			[]string{"toolset ", "listing its tools deploys one of its envs, and that failed", "agentenv play URL --task day/"}},
+		{"no server", nil, []string{"http://" + freeAddr(t)},
+			[]string{"connection refused\nno server is listening at 127.0.0.1:", "start one with `agentenv serve BUNDLE --addr 127.0.0.1:"}},
 		{"bad kwargs", nil, []string{"http://" + addr, "--chat-template-kwargs", "{enable_thinking: false}"},
 			[]string{"--chat-template-kwargs: chat template kwargs: not valid JSON"}},
 		// A tokenizer folder is anyone's: a template that recurses without

@@ -77,6 +77,13 @@ type Env struct {
 	EnvVars  map[string]string
 	CPU      float64
 	MemoryMB int
+	// Reuse is how many episodes one deploy of the env may serve (env.toml
+	// `reuse`); 0 or 1: one, a fresh deploy per episode (the default).
+	Reuse int
+	// ResetTool is the tool the engine calls between two episodes on one
+	// deploy (env.toml `reset_tool`, default DefaultResetTool), never
+	// offered to the model; set only when Reuse > 1.
+	ResetTool string
 
 	// Terminal: the env is a Harbor task's own container with agentenv's
 	// terminal server injected at deploy (docs/harbor.md); Command is empty.
@@ -90,6 +97,15 @@ type Env struct {
 	// BuildTimeout bounds building the image (0 = the sandbox's default).
 	BuildTimeout time.Duration
 }
+
+// DefaultResetTool is the reset tool of an env that declares reuse and
+// names none.
+const DefaultResetTool = "agentenv_reset"
+
+// ResetToolVar is set in the environment of an env deployed for reuse to
+// the name of its reset tool: an env serves that tool only when told, so
+// the model of a bundle that does not reuse it is never offered it.
+const ResetToolVar = "AGENTENV_RESET_TOOL"
 
 // Task is one task: a task file, or one line of its seeds file.
 type Task struct {

@@ -84,7 +84,7 @@ func TestDocsErrorExample(t *testing.T) {
 	dir := writeBundle(t, files, nil)
 	_, err = Load(dir, Options{})
 	want := `bundle ` + dir + `: 5 problems
-  ` + dir + `/envs/board/env.toml:3: unknown key "ports" (keys: image, command, build, port, env, cpu, memory_mb)
+  ` + dir + `/envs/board/env.toml:3: unknown key "ports" (keys: image, command, build, port, env, cpu, memory_mb, reuse, reset_tool)
   ` + dir + `/evals/test.toml:1: "solv" names no task
   ` + dir + `/tasks/level.seeds.jsonl:3: seed "l3" has no value for <target>, used in ` + dir + `/tasks/level.json
   ` + dir + `/tasks/solve.json:6: step "play": key "tool" does not belong on a prompt_agent step (it takes: id, type, system_prompt, prompt, tools, max_turns)

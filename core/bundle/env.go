@@ -22,16 +22,23 @@ type envFile struct {
 	Env      map[string]string `toml:"env"`
 	CPU      *float64          `toml:"cpu"`
 	MemoryMB *int64            `toml:"memory_mb"`
+	Reuse    *int64            `toml:"reuse"`
+	Reset    *string           `toml:"reset_tool"`
 }
 
-var envKeys = "image, command, build, port, env, cpu, memory_mb"
+var envKeys = "image, command, build, port, env, cpu, memory_mb, reuse, reset_tool"
 
 // envKeyWant says what each env.toml key holds, for type errors.
 var envKeyWant = map[string]string{
 	"image": "a string", "command": "an array of strings", "build": "an array of strings",
 	"port": "a whole number", "env": "a table of strings (env = {NAME = \"value\"})",
 	"cpu": "a number", "memory_mb": "a whole number",
+	"reuse": "a whole number (episodes per deploy)", "reset_tool": "a string (a tool the env serves)",
 }
+
+// maxReuse bounds reuse: past it an env's leaks (memory, files) outweigh
+// the deploy it saves, and a typo (10000000) is caught.
+const maxReuse = 100000
 
 var envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -131,12 +138,34 @@ func loadEnv(name, dir string, ps *problems) *Env {
 		}
 		env.MemoryMB = int(*f.MemoryMB)
 	}
+	if f.Reuse != nil {
+		if *f.Reuse < 1 || *f.Reuse > maxReuse {
+			bad("reuse", "\"reuse\" must be between 1 (a fresh env every episode) and %d, got %d", maxReuse, *f.Reuse)
+		}
+		env.Reuse = int(*f.Reuse)
+	}
+	if f.Reset != nil {
+		switch {
+		case env.Reuse < 2:
+			bad("reset_tool", "\"reset_tool\" is set but the env is not reused: add reuse = N (N >= 2 episodes per deploy), or leave reset_tool out")
+		case strings.TrimSpace(*f.Reset) == "":
+			bad("reset_tool", "\"reset_tool\" is empty: name the tool the env resets itself with, or leave it out for %q", DefaultResetTool)
+		}
+	}
+	if env.Reuse > 1 {
+		env.ResetTool = DefaultResetTool
+		if f.Reset != nil && *f.Reset != "" {
+			env.ResetTool = *f.Reset
+		}
+	}
 	for k := range f.Env {
 		switch {
 		case !envVarName.MatchString(k):
 			bad("env", "env var name %q is not a valid name", k)
 		case k == "AGENTENV_PORT":
 			bad("env", "env var AGENTENV_PORT is set by the sandbox: the env listens where it is told")
+		case k == ResetToolVar:
+			bad("env", "env var %s is set by agentenv for an env with reuse = N: name the tool with reset_tool", ResetToolVar)
 		case strings.ContainsRune(f.Env[k], 0):
 			bad("env", "env var %s holds a NUL byte, which no environment can carry", k)
 		}

@@ -181,7 +181,7 @@ func TestLoadErrors(t *testing.T) {
 		{"stray eval file", map[string]string{"evals/train.yaml": "tasks: [play]\n"}, "evals/train.yaml", 0, "not an eval file"},
 		// envs
 		{"env.toml missing", map[string]string{"envs/toy/env.toml": del, "envs/toy/Dockerfile": "FROM scratch\n"}, "envs/toy/env.toml", 0, "every env needs an env.toml"},
-		{"env.toml unknown key", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"]\nports = 80\n"}, "envs/toy/env.toml", 2, `unknown key "ports" (keys: image, command, build, port, env, cpu, memory_mb)`},
+		{"env.toml unknown key", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"]\nports = 80\n"}, "envs/toy/env.toml", 2, `unknown key "ports" (keys: image, command, build, port, env, cpu, memory_mb, reuse, reset_tool)`},
 		{"env.toml unknown table", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"]\n[docker]\nx = 1\n"}, "envs/toy/env.toml", 2, `unknown key "docker"`},
 		{"env.toml no image or command", map[string]string{"envs/toy/env.toml": "port = 8080\n"}, "envs/toy/env.toml", 0, `needs "image" (a Docker image) and/or "command"`},
 		{"env.toml port type", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"]\nport = \"80\"\n"}, "envs/toy/env.toml", 2, `"port" must be a whole number, got a TOML string`},
@@ -197,6 +197,13 @@ func TestLoadErrors(t *testing.T) {
 		{"env.toml cpu nan", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"]\ncpu = nan\n"}, "envs/toy/env.toml", 2, `"cpu" must be more than 0`},
 		{"env.toml cpu inf", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"]\ncpu = inf\n"}, "envs/toy/env.toml", 2, `"cpu" must be a finite number`},
 		{"env.toml memory", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"]\nmemory_mb = 0\n"}, "envs/toy/env.toml", 2, `"memory_mb" must be at least 1`},
+		{"env.toml reserved reset var", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"]\nenv = { AGENTENV_RESET_TOOL = \"x\" }\n"}, "envs/toy/env.toml", 2, "AGENTENV_RESET_TOOL is set by agentenv"},
+		{"env.toml reuse zero", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"]\nreuse = 0\n"}, "envs/toy/env.toml", 2, `"reuse" must be between 1 (a fresh env every episode) and 100000, got 0`},
+		{"env.toml reuse type", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"]\nreuse = true\n"}, "envs/toy/env.toml", 2, `"reuse" must be a whole number (episodes per deploy), got a TOML bool`},
+		{"env.toml reset_tool without reuse", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"]\nreset_tool = \"wipe\"\n"}, "envs/toy/env.toml", 2, `"reset_tool" is set but the env is not reused: add reuse = N`},
+		{"env.toml reset_tool empty", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"]\nreuse = 4\nreset_tool = \" \"\n"}, "envs/toy/env.toml", 3, `"reset_tool" is empty`},
+		{"tools name the reset tool", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"]\nreuse = 4\nreset_tool = \"wipe\"\n",
+			"tasks/play.json": playJSON(`{"id": "play", "type": "prompt_agent", "prompt": "Go.", "tools": ["wipe"]}`)}, "tasks/play.json", 3, `"tools" names "wipe", the reset tool of env "toy" (its env.toml reuse), which is never offered to the model`},
 		{"env.toml invalid TOML", map[string]string{"envs/toy/env.toml": "command = [\"bin/toy\"\n"}, "envs/toy/env.toml", 1, "invalid TOML: array is incomplete"},
 		{"env file not folder", map[string]string{"envs/x.toml": "image = \"x\"\n"}, "envs/x.toml", 0, "not an env folder"},
 	}
@@ -257,6 +264,27 @@ func TestLoadCollectsAndCapsProblems(t *testing.T) {
 	}
 }
 
+// A bundle folder that does not exist is named with the folder beside it
+// the user probably meant (serve examples/gridsm gave a raw stat error),
+// or the folders there.
+func TestLoadMissingFolderSuggests(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"gridsim", "inbox"} {
+		if err := os.Mkdir(filepath.Join(dir, f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, want := range map[string]string{
+		"gridsm":  "gridsm: no such folder; did you mean " + filepath.Join(dir, "gridsim") + "?",
+		"another": "another: no such folder (the folders in " + dir + ": gridsim, inbox)",
+	} {
+		_, err := Load(filepath.Join(dir, name), Options{})
+		if err == nil || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "stat ") {
+			t.Errorf("Load(%s) = %v, want %q", name, err, want)
+		}
+	}
+}
+
 func TestLoadNotAFolder(t *testing.T) {
 	if _, err := Load(filepath.Join(t.TempDir(), "missing"), Options{}); err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing folder: got %v, want a not-exist error", err)
@@ -267,5 +295,30 @@ func TestLoadNotAFolder(t *testing.T) {
 	}
 	if _, err := Load(f, Options{}); err == nil || !strings.Contains(err.Error(), "not a folder") {
 		t.Errorf("file: got %v, want 'not a folder'", err)
+	}
+}
+
+// reuse as loaded: absent or 1 is one episode per deploy, with no reset
+// tool; N >= 2 takes reset_tool or the default.
+func TestEnvReuseAsLoaded(t *testing.T) {
+	cases := []struct {
+		toml      string
+		reuse     int
+		resetTool string
+	}{
+		{"command = [\"bin/toy\"]\n", 0, ""},
+		{"command = [\"bin/toy\"]\nreuse = 1\n", 1, ""},
+		{"command = [\"bin/toy\"]\nreuse = 8\n", 8, DefaultResetTool},
+		{"command = [\"bin/toy\"]\nreuse = 8\nreset_tool = \"wipe\"\n", 8, "wipe"},
+	}
+	for _, c := range cases {
+		dir := writeBundle(t, baseBundle, map[string]string{"envs/toy/env.toml": c.toml})
+		b, err := Load(dir, Options{})
+		if err != nil {
+			t.Fatalf("%q: %v", c.toml, err)
+		}
+		if env := b.Envs["toy"]; env.Reuse != c.reuse || env.ResetTool != c.resetTool {
+			t.Errorf("%q: reuse %d, reset tool %q; want %d, %q", c.toml, env.Reuse, env.ResetTool, c.reuse, c.resetTool)
+		}
 	}
 }

@@ -3,10 +3,13 @@ package bundle
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/agentenv/agentenv/core/spelling"
 )
 
 // unsupportedKinds are folders of the Python framework's bundles that
@@ -22,6 +25,36 @@ func NameOf(dir string) (string, error) {
 	return filepath.Base(abs), nil
 }
 
+// missingBundle says that dir does not exist, with the folder beside it
+// the user probably meant, or the folders there are; it wraps
+// fs.ErrNotExist.
+func missingBundle(dir string) error {
+	parent := filepath.Dir(filepath.Clean(dir))
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return notExist(fmt.Sprintf("bundle %s: no such folder, nor %s", dir, parent))
+	}
+	var folders []string
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			folders = append(folders, e.Name())
+		}
+	}
+	if near := spelling.Nearest(filepath.Base(dir), folders); near != "" {
+		return notExist(fmt.Sprintf("bundle %s: no such folder; did you mean %s?", dir, filepath.Join(parent, near)))
+	}
+	if len(folders) > 0 && len(folders) <= 12 {
+		return notExist(fmt.Sprintf("bundle %s: no such folder (the folders in %s: %s)", dir, parent, strings.Join(folders, ", ")))
+	}
+	return notExist(fmt.Sprintf("bundle %s: no such folder", dir))
+}
+
+// notExist is an error that says msg and is fs.ErrNotExist.
+type notExist string
+
+func (e notExist) Error() string { return string(e) }
+func (e notExist) Unwrap() error { return fs.ErrNotExist }
+
 // Load reads and validates the bundle in dir. On any problem it returns a
 // *LoadError listing them (file, line, what is wrong) and no bundle.
 func Load(dir string, opts Options) (*Bundle, error) {
@@ -30,6 +63,9 @@ func Load(dir string, opts Options) (*Bundle, error) {
 		max = 20
 	}
 	info, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, missingBundle(dir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", dir, err)
 	}

@@ -146,7 +146,7 @@ func (c *checker) check(steps []Step, report func(i int, msg string)) {
 					say(i, "lists \"tools\" but no env is deployed before it")
 				}
 				if !c.dyn(i, fTools) {
-					c.checkTools(i, s.Tools, say)
+					c.checkTools(i, s.Tools, deployed, say)
 				}
 			}
 		case StepVerifyAnswer:
@@ -206,9 +206,11 @@ func (c *checker) resolveEnv(i int, s *Step, deployed []string, deployDyn bool, 
 	}
 }
 
-func (c *checker) checkTools(i int, tools []string, say func(int, string, ...any)) {
+func (c *checker) checkTools(i int, tools, deployed []string, say func(int, string, ...any)) {
 	for j, name := range tools {
 		switch {
+		case c.resetToolOf(deployed, name) != "":
+			say(i, "\"tools\" names %q, the reset tool of env %q (its env.toml reuse), which is never offered to the model", name, c.resetToolOf(deployed, name))
 		case name == "":
 			say(i, "\"tools\" has an empty name")
 		case name == EndTurnTool:
@@ -217,6 +219,16 @@ func (c *checker) checkTools(i int, tools []string, say func(int, string, ...any
 			say(i, "\"tools\" names %q twice", name)
 		}
 	}
+}
+
+// resetToolOf names the deployed env whose reset tool name is ("" for none).
+func (c *checker) resetToolOf(deployed []string, name string) string {
+	for _, d := range deployed {
+		if e := c.envs[d]; e != nil && e.ResetTool != "" && e.ResetTool == name {
+			return d
+		}
+	}
+	return ""
 }
 
 func (c *checker) checkAnswer(i int, steps []Step, idsDyn bool, say func(int, string, ...any)) {

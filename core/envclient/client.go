@@ -49,6 +49,10 @@ type Options struct {
 	// MaxResultBytes bounds what Call and CallTool read of a tool's answer
 	// (see CallLimited; 0 = no bound).
 	MaxResultBytes int64
+
+	// sdkCalls makes tool calls through the SDK's session, never the lean
+	// path (the conformance test's reference).
+	sdkCalls bool
 }
 
 // Client is a live MCP session with one env. Its methods are safe for
@@ -58,9 +62,14 @@ type Client struct {
 	limit     int64 // Options.MaxResultBytes
 	transport *http.Transport
 	session   *mcp.ClientSession
+	// lean makes tools/call without the SDK (lean.go); nil: the SDK does.
+	lean      *lean
 	closeOnce sync.Once
 	closeErr  error
 }
+
+// proposedVersion is the protocol version Connect proposes in initialize.
+const proposedVersion = "2025-11-25"
 
 // MCPURL returns the MCP endpoint of an env whose base URL is endpoint.
 func MCPURL(endpoint string) string {
@@ -106,9 +115,10 @@ func connectOnce(ctx context.Context, url string, opts Options) (*Client, error)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil // envs are local or private; never route them through a proxy
 	client := mcp.NewClient(&mcp.Implementation{Name: opts.ClientName, Version: "1"}, nil)
+	hc := &http.Client{Transport: cutTransport{base: &keepConnTransport{base: tr}}}
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:   url,
-		HTTPClient: &http.Client{Transport: cutTransport{base: &keepConnTransport{base: tr}}},
+		HTTPClient: hc,
 		// Requests and responses are all the engine needs; the standalone
 		// stream would hold a connection open per episode for nothing.
 		DisableStandaloneSSE: true,
@@ -116,12 +126,21 @@ func connectOnce(ctx context.Context, url string, opts Options) (*Client, error)
 	}
 	actx, cancel := context.WithTimeout(ctx, opts.AttemptTimeout)
 	defer cancel()
-	session, err := client.Connect(actx, transport, nil)
+	// Propose the newest version of the session protocol: the SDK would
+	// first probe with server/discover (SEP-2575), a round trip per
+	// deploy that envs answer with their versions and then initialize
+	// anyway. A server that speaks only a newer version answers initialize
+	// with it (the spec's negotiation), and the SDK goes on in that one.
+	session, err := client.Connect(actx, transport, &mcp.ClientSessionOptions{ProtocolVersion: proposedVersion})
 	if err != nil {
 		tr.CloseIdleConnections()
 		return nil, err
 	}
-	return &Client{endpoint: url, limit: opts.MaxResultBytes, transport: tr, session: session}, nil
+	c := &Client{endpoint: url, limit: opts.MaxResultBytes, transport: tr, session: session}
+	if v := session.InitializeResult().ProtocolVersion; leanVersions[v] && !opts.sdkCalls {
+		c.lean = &lean{http: hc, sessionID: session.ID(), version: v}
+	}
+	return c, nil
 }
 
 // Endpoint is the MCP URL the client talks to.
@@ -129,6 +148,12 @@ func (c *Client) Endpoint() string { return c.endpoint }
 
 // ListTools returns every tool the env serves, following pagination.
 func (c *Client) ListTools(ctx context.Context) ([]Tool, error) {
+	if c.lean != nil {
+		tools, err := c.leanListTools(ctx)
+		if !errors.Is(err, errSDKList) {
+			return tools, err
+		}
+	}
 	var tools []Tool
 	params := &mcp.ListToolsParams{}
 	for page := 0; ; page++ {
@@ -153,6 +178,46 @@ func (c *Client) ListTools(ctx context.Context) ([]Tool, error) {
 			return tools, nil
 		}
 		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
+	}
+}
+
+// leanListTools is ListTools on the lean path; each schema is decoded
+// and encoded again, as the SDK's listing gives it (keys sorted), so the
+// tools the model sees do not depend on the path.
+func (c *Client) leanListTools(ctx context.Context) ([]Tool, error) {
+	var tools []Tool
+	cursor := ""
+	for page := 0; ; page++ {
+		if page > 1000 {
+			return nil, fmt.Errorf("listing tools of %s: more than 1000 pages; the env's cursor does not advance", c.endpoint)
+		}
+		res, err := c.lean.list(ctx, c.endpoint, cursor)
+		if err != nil {
+			if errors.Is(err, errSDKList) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("listing tools of %s: %w", c.endpoint, err)
+		}
+		for _, t := range res.Tools {
+			if t == nil {
+				continue // as the SDK drops a null entry
+			}
+			schema := json.RawMessage(`{"type":"object"}`)
+			if len(t.InputSchema) > 0 && string(t.InputSchema) != "null" {
+				var v any
+				if err := json.Unmarshal(t.InputSchema, &v); err != nil {
+					return nil, fmt.Errorf("listing tools of %s: tool %q: input schema: %w", c.endpoint, t.Name, err)
+				}
+				if schema, err = json.Marshal(v); err != nil {
+					return nil, fmt.Errorf("listing tools of %s: tool %q: input schema: %w", c.endpoint, t.Name, err)
+				}
+			}
+			tools = append(tools, Tool{Name: t.Name, Description: t.Description, Parameters: schema})
+		}
+		if res.NextCursor == "" {
+			return tools, nil
+		}
+		cursor = res.NextCursor
 	}
 }
 
@@ -219,7 +284,16 @@ func (c *Client) call(ctx context.Context, name string, args any, timeout time.D
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	res, err := c.session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	var res Result
+	var err error
+	if c.lean != nil {
+		res, err = c.lean.call(ctx, c.endpoint, name, args)
+	} else {
+		var r *mcp.CallToolResult
+		if r, err = c.session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args}); err == nil {
+			res = Result{Text: ResultText(r), IsError: r.IsError}
+		}
+	}
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			if timeout > 0 {
@@ -229,7 +303,7 @@ func (c *Client) call(ctx context.Context, name string, args any, timeout time.D
 		}
 		return Result{}, fmt.Errorf("calling %s on %s: %w", name, c.endpoint, err)
 	}
-	return Result{Text: ResultText(res), IsError: res.IsError}, nil
+	return res, nil
 }
 
 // ResultText renders a tool result's content as text.

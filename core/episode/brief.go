@@ -1,8 +1,15 @@
 package episode
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"syscall"
+
+	"github.com/agentenv/agentenv/core/envclient"
+	"github.com/agentenv/agentenv/core/pluginhost"
+	"github.com/agentenv/agentenv/core/threadlimit"
 )
 
 // briefError is a failure whose detail (server paths, an env's command
@@ -16,23 +23,64 @@ type briefError struct {
 func (b *briefError) Error() string { return b.err.Error() }
 func (b *briefError) Unwrap() error { return b.err }
 
-// withBrief wraps err with what a remote client may be told.
+// withBrief wraps err with what a remote client may be told. An
+// infrastructure failure while the machine is out of threads (live envs'
+// threads count against kernel.pid_max) says so in both: that is why
+// forks and thread starts failed, and envs died (core/threadlimit).
 func withBrief(err error, format string, args ...any) error {
-	return &briefError{brief: fmt.Sprintf(format, args...), err: err}
+	brief := fmt.Sprintf(format, args...)
+	var inner *briefError
+	if !errors.As(err, &inner) { // an outer brief repeats the inner's
+		if l, ok := exhaustedThreads(); ok {
+			err = fmt.Errorf("%w; %s", err, l.Note())
+			brief += "; " + l.Note()
+		}
+	}
+	return &briefError{brief: brief, err: err}
 }
 
-// Brief is what a remote client is told of a DEPLOY_FAILED failure: the
-// env and a short cause, no server path, command line or env output (the
-// full detail, Error(), belongs in the server's log). ok is false for
-// other codes, whose messages are the client's own business (its request,
-// its model's reply) and are sent as they are.
+// exhaustedThreads is threadlimit.Exhausted, replaced by tests.
+var exhaustedThreads = threadlimit.Exhausted
+
+// Brief is what a remote client is told of a failure whose detail is the
+// server's: a DEPLOY_FAILED one, or an env that stopped answering a call
+// mid-episode. It names the env and a short cause, no server path, env
+// address, command line or env output (the full detail, Error(), belongs
+// in the server's log). ok is false for the other failures, whose messages
+// are the client's own business (its request, its model's reply) and are
+// sent as they are.
 func (e *Error) Brief() (msg string, ok bool) {
-	if e.Code != CodeDeploy {
-		return "", false
-	}
 	var b *briefError
 	if errors.As(e.Err, &b) {
 		return b.brief, true
 	}
+	if e.Code != CodeDeploy {
+		return "", false
+	}
 	return "the episode's envs could not be set up", true
+}
+
+// callFailure wraps the error of a call to an env (what) that did not
+// answer: its text names the env's address, so the client is told only
+// the env, its sandbox (a pod, a container: to look it up) and what went
+// wrong.
+func callFailure(err error, env, sandboxID, what string) error {
+	return withBrief(err, "env %q (sandbox %s): %s got no answer: %s", env, sandboxID, what, transportCause(err))
+}
+
+// transportCause says in a few words why a call to an env got no answer.
+func transportCause(err error) string {
+	switch {
+	case errors.Is(err, pluginhost.ErrCrashed):
+		return "the sandbox plugin died"
+	case errors.Is(err, envclient.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		return "it did not answer in time"
+	case errors.Is(err, context.Canceled):
+		return "the call was cancelled"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "the env refused the connection (it has stopped)"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the env closed the connection (it crashed or was stopped)"
+	}
+	return "the call failed"
 }

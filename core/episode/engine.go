@@ -72,7 +72,8 @@ type Config struct {
 	Limits Limits // what one reply may cost; zero fields take the defaults
 
 	// Warm is how many sandboxes of each env the engine keeps deployed,
-	// ready and unused, for resets to take (0 = none; see pool.go).
+	// ready and unused, for resets to take (0 = none; see pool.go). Envs
+	// reset for reuse (reuse.go) count towards it.
 	Warm int
 	// WarmLimit caps the engine's live sandboxes (episodes', warm ones,
 	// ones being torn down) that the warm pool may bring about: the pool
@@ -159,7 +160,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, log: log, tools: map[string]*toolsetEntry{},
 		live: map[*episode]struct{}{}, closing: make(chan struct{})}
-	if cfg.Warm > 0 {
+	if cfg.Warm > 0 || e.anyReuse() {
 		e.pool = newWarmPool(e)
 		go e.pool.run()
 	}
@@ -205,13 +206,17 @@ func (e *Engine) Play(req Request) (Episode, error) {
 	if req.MaxTurns < 0 {
 		return nil, &Error{Code: CodeValidation, Err: fmt.Errorf("max_turns %d: must be 0 (no cap) or more", req.MaxTurns)}
 	}
+	maxTurns := req.MaxTurns
+	if cap := e.cfg.Limits.MaxTurns; cap > 0 && (maxTurns == 0 || maxTurns > cap) {
+		maxTurns = cap
+	}
 	id := req.EpisodeID
 	if id == "" {
 		id = newEpisodeID()
 	} else if err := checkEpisodeID(id); err != nil {
 		return nil, &Error{Code: CodeValidation, Err: err}
 	}
-	ep := newEpisode(e, task, id, format, parser, req.MaxTurns, req.Queued)
+	ep := newEpisode(e, task, id, format, parser, maxTurns, req.Queued)
 	ep.res.Split, ep.res.ToolFormat = req.Split, format
 	if req.Index != nil {
 		i := *req.Index
@@ -221,7 +226,7 @@ func (e *Engine) Play(req Request) (Episode, error) {
 		}
 	}
 	if e.cfg.Transcripts {
-		ep.transcript = &Transcript{}
+		ep.transcript, ep.transcriptLeft = &Transcript{}, e.cfg.Limits.TranscriptBytes
 	}
 	e.liveMu.Lock()
 	defer e.liveMu.Unlock()

@@ -57,6 +57,9 @@ type episode struct {
 	abandon   Cause       // why Close was called before the end ("" = the client's)
 	// transcript is kept only with Config.Transcripts (nil: nothing is).
 	transcript *Transcript
+	// transcriptLeft is what the transcript may still hold (Limits.
+	// TranscriptBytes at first); touched by the stepping goroutine only.
+	transcriptLeft int64
 
 	// Play state, touched only while holding busy.
 	next     int // index of the next step to run
@@ -268,7 +271,7 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 	ep.mu.Unlock()
 	// The tool format trims the reply (end tokens, reasoning): it knows
 	// its model's layout, and one place does it.
-	parsed, err := toolformat.ParseWith(ctx, ep.parser, reply, t.set)
+	parsed, err := ep.parse(ctx, reply, t.set)
 	if err != nil {
 		return &Error{Code: CodeExecution, Err: fmt.Errorf("reading the reply's tool calls: %w", err), Cause: causeOf(err, CausePluginDied)}
 	}
@@ -331,7 +334,8 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 		if err != nil {
 			// The sandbox id names where the env ran (a pod, a container) so
 			// an env that died mid-episode can be looked up.
-			return &Error{Code: CodeExecution, Err: fmt.Errorf("env %q (sandbox %s): %w", o.env.name, o.env.sb.ID, err), Cause: causeOf(err, CauseEnvCrashed)}
+			return &Error{Code: CodeExecution, Cause: causeOf(err, CauseEnvCrashed),
+				Err: callFailure(fmt.Errorf("env %q (sandbox %s): %w", o.env.name, o.env.sb.ID, err), o.env.name, o.env.sb.ID, "the call of "+c.Name)}
 		}
 		prefix := ""
 		if res.IsError {
@@ -368,6 +372,23 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 	ep.answers[t.step.ID] = answer
 	ep.turn = nil
 	return ep.advance(ctx, obs, viaEndTurn)
+}
+
+// parse reads the reply's tool calls within the parse time limit. A
+// parse that runs out of it is stopped, and the reply is read as one call
+// that could not be read: the model is told, and the episode goes on.
+func (ep *episode) parse(ctx context.Context, reply string, set *toolformat.ToolSet) (toolformat.Parsed, error) {
+	limit := ep.e.cfg.Limits.ParseTimeout
+	pctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	parsed, err := toolformat.ParseWith(pctx, ep.parser, reply, set)
+	if err == nil || ctx.Err() != nil || !errors.Is(pctx.Err(), context.DeadlineExceeded) {
+		return parsed, err
+	}
+	ep.log.Warn("reading a reply's tool calls ran out of time; it was answered as unreadable",
+		"reply_bytes", len(reply), "parse_timeout", limit, "error", err)
+	return toolformat.Parsed{Unparsed: []toolformat.Unparsed{{Reason: fmt.Sprintf(
+		"reading this reply's tool calls took longer than %s, the server's limit, so none of them was read or run; write fewer and shorter tool calls", limit)}}}, nil
 }
 
 // endTurnAnswer is end_turn's answer argument as text.
@@ -555,7 +576,7 @@ func (ep *episode) finish(ctx context.Context, obs *Observation) error {
 	ep.mu.Unlock()
 	ep.setPhase(phaseDone)
 	ep.log.Info("episode done", "reward", r, "turns", ep.replies, "tool_calls", ep.calls)
-	ep.release()
+	ep.release(true)
 	ep.e.forget(ep) // its envs are the engine's teardowns now
 	return nil
 }
@@ -601,20 +622,33 @@ func (ep *episode) fail(ctx context.Context, err error) error {
 	ep.setPhase(phaseFailed)
 	ep.turn = nil
 	ep.log.Warn("episode failed", "error", err)
-	ep.release()
+	ep.release(false)
 	ep.e.forget(ep)
 	return err
 }
 
 // release hands every env the episode deployed so far to the engine's
-// background teardown: the final observation never waits for it.
-func (ep *episode) release() {
+// background teardown, or, after an episode that ended with a reward
+// (done), an env that asked for reuse to its reset (reuse.go): the final
+// observation never waits for either. A failed or abandoned episode's
+// envs are always torn down.
+func (ep *episode) release(done bool) {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	if len(ep.envs) == 0 {
 		return
 	}
-	ep.teardowns = append(ep.teardowns, ep.e.retire(ep.envs))
+	var gone []*liveEnv
+	for _, le := range ep.envs {
+		if done && ep.e.reusable(le) {
+			ep.e.recycle(le)
+		} else {
+			gone = append(gone, le)
+		}
+	}
+	if len(gone) > 0 {
+		ep.teardowns = append(ep.teardowns, ep.e.retire(gone))
+	}
 	ep.envs = nil
 }
 
@@ -653,7 +687,7 @@ func (ep *episode) Close(ctx context.Context) error {
 		ep.closed = true
 		ep.phase = phaseClosed
 		ep.mu.Unlock()
-		ep.release()
+		ep.release(false)
 		ep.closeErr = ep.tornDown(ctx)
 		ep.e.forget(ep)
 		if waited {

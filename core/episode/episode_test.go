@@ -327,6 +327,22 @@ func TestMaxTurns(t *testing.T) {
 			t.Fatalf("the last reply's calls still run: %q", got)
 		}
 	})
+	t.Run("the server's max_turns caps every episode; a reset may lower it", func(t *testing.T) {
+		r := newRig(t, dir, rigOptions{tune: func(c *episode.Config) { c.Limits.MaxTurns = 3 }})
+		for _, tc := range []struct{ asked, want int }{{0, 3}, {9, 3}, {2, 2}} {
+			ep := r.play(episode.Request{TaskID: "capped", MaxTurns: tc.asked})
+			r.start(ep)
+			var obs episode.Observation
+			for n := 1; n <= tc.want; n++ {
+				if obs = r.step(ep, add); obs.Done != (n == tc.want) {
+					t.Fatalf("reset max_turns %d, reply %d: done %v, want the episode to end at reply %d", tc.asked, n, obs.Done, tc.want)
+				}
+			}
+			if obs.Metrics["turns"] != float64(tc.want) {
+				t.Fatalf("reset max_turns %d: %v turns", tc.asked, obs.Metrics["turns"])
+			}
+		}
+	})
 }
 
 func TestToolsCachedPerToolset(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"github.com/agentenv/agentenv/core/bundle"
 	"github.com/agentenv/agentenv/core/episode"
 	"github.com/agentenv/agentenv/core/testenv/testenvbuild"
+	"github.com/agentenv/agentenv/core/threadlimit"
 	"github.com/agentenv/agentenv/sdk/sandbox"
 )
 
@@ -55,6 +56,9 @@ func TestFailuresTearDown(t *testing.T) {
 		play  func(t *testing.T, r *rig, ep episode.Episode) error
 		code  episode.Code
 		wants []string
+		// brief is what a remote client is told (Error.Brief), when it is
+		// not the whole error: never the env's address.
+		brief []string
 	}{
 		{
 			name: "env fails to start", vars: map[string]string{"TESTENV_FAIL_START": "1"},
@@ -105,6 +109,7 @@ func TestFailuresTearDown(t *testing.T) {
 				return err
 			},
 			code: episode.CodeExecution, wants: []string{`env "testenv"`, "calling crash"},
+			brief: []string{`env "testenv" (sandbox local-`, `): the call of crash got no answer: the env closed the connection`},
 		},
 		{
 			name: "tool call past its deadline",
@@ -115,6 +120,7 @@ func TestFailuresTearDown(t *testing.T) {
 				return err
 			},
 			code: episode.CodeExecution, wants: []string{"calling sleep", "no answer within 500ms"},
+			brief: []string{`env "testenv" (sandbox local-`, `): the call of sleep got no answer: it did not answer in time`},
 		},
 		{
 			name: "grading tool errors", vars: map[string]string{"TESTENV_GRADE_ERROR": "1"},
@@ -153,7 +159,7 @@ func TestFailuresTearDown(t *testing.T) {
 				_, err := ep.Step(ctx, sleepCall)
 				return err
 			},
-			code: episode.CodeExecution, wants: []string{"calling sleep"},
+			code: episode.CodeExecution, wants: []string{"calling sleep"}, brief: []string{"the call of sleep got no answer"},
 		},
 		{
 			name: "context cancelled during Start", vars: map[string]string{"TESTENV_START_DELAY": "1m"},
@@ -194,7 +200,7 @@ func TestFailuresTearDown(t *testing.T) {
 				_, err := ep.Step(context.Background(), sleepCall)
 				return err
 			},
-			code: episode.CodeExecution, wants: []string{"calling sleep"},
+			code: episode.CodeExecution, wants: []string{"calling sleep"}, brief: []string{"the call of sleep got no answer: the call was cancelled"},
 		},
 	}
 	for _, tc := range tests {
@@ -221,6 +227,22 @@ func TestFailuresTearDown(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not mention %q", err, w)
 				}
+			}
+			var epErr *episode.Error
+			if !errors.As(err, &epErr) {
+				t.Fatalf("%T is no *episode.Error", err)
+			}
+			brief, ok := epErr.Brief()
+			if ok != (tc.brief != nil || tc.code == episode.CodeDeploy) {
+				t.Errorf("Brief() = %q, %v", brief, ok)
+			}
+			for _, w := range tc.brief {
+				if !strings.Contains(brief, w) {
+					t.Errorf("brief %q does not say %q", brief, w)
+				}
+			}
+			if strings.Contains(brief, "127.0.0.1") || strings.Contains(brief, "/mcp") {
+				t.Errorf("brief %q shows the env's address", brief)
 			}
 			if d := time.Since(start); d > 20*time.Second {
 				t.Errorf("failing took %s", d)
@@ -318,6 +340,51 @@ func TestFailedToolsetListingIsRemembered(t *testing.T) {
 			}
 			if n := r.driver.deploys.Load(); n != tc.wants {
 				t.Fatalf("%d listings deployed %d times, want %d", tc.gets, n, tc.wants)
+			}
+		})
+	}
+}
+
+// A deploy or env call that fails while the machine is out of threads
+// names that as the cause, to the log and to the client (127 steps failed
+// as a bare EXECUTION_ERROR when 3,000 live envs ran a 16-core machine
+// into kernel.pid_max).
+func TestFailuresNameThreadExhaustion(t *testing.T) {
+	pidMax := threadlimit.Limit{Name: "kernel.pid_max", Max: 32768, Used: 32750, Raise: "sysctl -w kernel.pid_max=4194304"}
+	for _, tc := range []struct {
+		name string
+		vars map[string]string
+	}{
+		{"deploy", map[string]string{"TESTENV_FAIL_START": "1"}},
+		{"env call", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, bundleFiles(t, tc.vars, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)}), rigOptions{})
+			ep, err := r.engine.Play(episode.Request{TaskID: "puzzle"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Set once the deploy is under way: the env's own start (in
+			// the "env call" case) must not see it.
+			var out bool
+			defer episode.SetExhaustedThreads(func() (threadlimit.Limit, bool) { return pidMax, out })()
+			if tc.name == "env call" {
+				r.start(ep)
+				out = true
+				_, err = ep.Step(context.Background(), call("crash", map[string]any{}))
+			} else {
+				out = true
+				_, err = ep.Start(context.Background())
+			}
+			var epErr *episode.Error
+			if !errors.As(err, &epErr) {
+				t.Fatalf("err %v", err)
+			}
+			brief, _ := epErr.Brief()
+			for what, msg := range map[string]string{"error": err.Error(), "brief": brief} {
+				if strings.Count(msg, "the machine is out of threads: 32750 in use, kernel.pid_max is 32768 (raise it: sysctl -w kernel.pid_max=4194304") != 1 {
+					t.Errorf("%s %q does not name the cause once", what, msg)
+				}
 			}
 		})
 	}

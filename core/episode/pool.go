@@ -18,12 +18,18 @@ const (
 	warmRetryMin = time.Second
 	warmRetryMax = 30 * time.Second
 	pingTimeout  = 2 * time.Second
+	// resetWait bounds how long an episode waits for a reset in flight
+	// (a reset is one tool call, milliseconds) before it deploys its own.
+	resetWait = 2 * time.Second
 )
 
 // warmPool keeps Config.Warm sandboxes of each env of the bundle deployed,
 // ready (deployed, MCP answered, tools listed) and unused. A reset takes
 // one and the pool deploys another behind it; a sandbox is never used by
-// two episodes. The pool deploys only while the engine's live sandboxes
+// two episodes, unless its env asked for reuse: then the envs reset after
+// an episode (reuse.go) come back here, count towards Config.Warm, and an
+// episode that finds none ready waits for a reset in flight rather than
+// deploying. The pool deploys only while the engine's live sandboxes
 // number fewer than Config.WarmLimit, so warm sandboxes count against the
 // server's capacity; one finished when that is no longer so is torn down.
 type warmPool struct {
@@ -43,7 +49,11 @@ type warmPool struct {
 	retryAt map[string]time.Time  // after a failure, by env
 	backoff map[string]time.Duration
 	full    map[string]bool // reported full once, by env
-	closed  bool
+	// resetting counts the resets in flight, by env; waiters are the
+	// episodes waiting for one (never more than resetting), oldest first.
+	resetting map[string]int
+	waiters   map[string][]chan *liveEnv
+	closed    bool
 }
 
 func newWarmPool(e *Engine) *warmPool {
@@ -53,6 +63,7 @@ func newWarmPool(e *Engine) *warmPool {
 		ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), done: make(chan struct{}),
 		ready: map[string][]*liveEnv{}, filling: map[string]int{}, retryAt: map[string]time.Time{},
 		backoff: map[string]time.Duration{}, full: map[string]bool{},
+		resetting: map[string]int{}, waiters: map[string][]chan *liveEnv{},
 	}
 	return p
 }
@@ -91,7 +102,7 @@ func (p *warmPool) startFills() time.Duration {
 	next := time.Hour
 	now := time.Now()
 	for _, env := range p.envs {
-		for !p.closed && len(p.ready[env])+p.filling[env] < p.size {
+		for !p.closed && len(p.ready[env])+p.filling[env]+p.resetting[env] < p.size {
 			if at := p.retryAt[env]; now.Before(at) {
 				next = min(next, at.Sub(now))
 				break
@@ -146,20 +157,35 @@ func (p *warmPool) fill(env string) {
 }
 
 // take hands the oldest ready sandbox of env to an episode, checking that
-// it still answers; nil when none is ready (the episode deploys its own).
+// it still answers (unless a reset just proved it), or, when none is ready
+// and a reset of env is in flight that no other episode waits for, waits
+// for that one; nil when there is none (the episode deploys its own).
 func (p *warmPool) take(ctx context.Context, env string) *liveEnv {
 	for {
 		p.mu.Lock()
 		list := p.ready[env]
-		if p.closed || len(list) == 0 {
+		if p.closed {
 			p.mu.Unlock()
 			return nil
+		}
+		if len(list) == 0 {
+			if p.resetting[env] <= len(p.waiters[env]) {
+				p.mu.Unlock()
+				return nil
+			}
+			ch := make(chan *liveEnv, 1)
+			p.waiters[env] = append(p.waiters[env], ch)
+			p.mu.Unlock()
+			return p.await(ctx, env, ch)
 		}
 		le := list[0]
 		list[0] = nil
 		p.ready[env] = list[1:]
 		p.mu.Unlock()
 		p.poke()
+		if !le.resetAt.IsZero() && time.Since(le.resetAt) < reuseFresh {
+			return le
+		}
 		pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 		err := le.client.Ping(pctx)
 		cancel()
@@ -172,6 +198,84 @@ func (p *warmPool) take(ctx context.Context, env string) *liveEnv {
 			return nil
 		}
 	}
+}
+
+// await waits for the env a reset hands to ch (nil: the reset failed, or
+// the pool closed), up to resetWait; an episode that gives up first leaves
+// it to the pool.
+func (p *warmPool) await(ctx context.Context, env string, ch chan *liveEnv) *liveEnv {
+	t := time.NewTimer(resetWait)
+	defer t.Stop()
+	select {
+	case le := <-ch:
+		return le
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	p.mu.Lock()
+	for i, w := range p.waiters[env] {
+		if w == ch {
+			p.waiters[env] = append(p.waiters[env][:i:i], p.waiters[env][i+1:]...)
+			p.mu.Unlock()
+			return nil
+		}
+	}
+	p.mu.Unlock()
+	// Already handed over: the env goes back for the next episode.
+	if le := <-ch; le != nil {
+		p.put(env, le)
+	}
+	return nil
+}
+
+// resetStarted counts a reset of env in flight.
+func (p *warmPool) resetStarted(env string) {
+	p.mu.Lock()
+	p.resetting[env]++
+	p.mu.Unlock()
+}
+
+// resetDone ends a reset of env: le is the env reset, nil when the reset
+// failed (a waiter counting on it then deploys its own).
+func (p *warmPool) resetDone(env string, le *liveEnv) {
+	p.mu.Lock()
+	p.resetting[env]--
+	if le == nil {
+		var w chan *liveEnv
+		if ws := p.waiters[env]; len(ws) > p.resetting[env] {
+			w, p.waiters[env] = ws[0], ws[1:]
+		}
+		p.mu.Unlock()
+		if w != nil {
+			w <- nil
+		}
+		p.poke()
+		return
+	}
+	p.mu.Unlock()
+	p.put(env, le)
+}
+
+// put hands a reset env to the episode waiting longest for one, or keeps
+// it ready; past the engine's cap, or once the pool is closing, it is
+// torn down.
+func (p *warmPool) put(env string, le *liveEnv) {
+	p.mu.Lock()
+	if ws := p.waiters[env]; len(ws) > 0 && !p.closed {
+		w := ws[0]
+		p.waiters[env] = ws[1:]
+		p.mu.Unlock()
+		w <- le
+		return
+	}
+	if p.closed || p.e.over() {
+		p.mu.Unlock()
+		p.e.retire([]*liveEnv{le})
+		return
+	}
+	p.ready[env] = append(p.ready[env], le)
+	p.mu.Unlock()
+	p.poke()
 }
 
 // stats is how many sandboxes of env are ready and being deployed.
@@ -205,7 +309,15 @@ func (p *warmPool) close(ctx context.Context) {
 		envs = append(envs, list...)
 		delete(p.ready, env)
 	}
+	var waiting []chan *liveEnv
+	for env, ws := range p.waiters {
+		waiting = append(waiting, ws...)
+		delete(p.waiters, env)
+	}
 	p.mu.Unlock()
+	for _, w := range waiting {
+		w <- nil // they deploy their own, which the engine's Close then ends
+	}
 	if len(envs) > 0 {
 		p.e.retire(envs)
 	}

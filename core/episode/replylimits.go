@@ -3,6 +3,7 @@ package episode
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/agentenv/agentenv/sdk/toolformat"
@@ -13,6 +14,16 @@ const (
 	DefaultMaxReplyErrors    = 20
 	DefaultMaxCallsPerReply  = 64
 	DefaultMaxArgumentValues = 20_000
+
+	// DefaultParseTimeout is far above what any real reply takes to read
+	// (a 16 MiB hostile one takes about a second), and far below what a
+	// parser's worst case held a step before there was one.
+	DefaultParseTimeout = 10 * time.Second
+
+	// A live episode's transcript (the /ui page, --record): a turn's text,
+	// and the episode's, at most; a record line is about as long.
+	DefaultTranscriptTurnBytes = 1 << 20
+	DefaultTranscriptBytes     = 8 << 20
 
 	DefaultMaxResultBytes      = 4 << 20
 	DefaultMaxReplyResultBytes = 16 << 20
@@ -54,6 +65,20 @@ type Limits struct {
 	// together, counted as sent (JSON-encoded); later results are cut to
 	// what is left. At most MaxReplyResultBytesCap.
 	MaxReplyResultBytes int64
+	// ParseTimeout is how long reading one reply's tool calls may take
+	// (in process or through a plugin); past it the reply is answered as
+	// one call that could not be read, and the parse is stopped.
+	ParseTimeout time.Duration
+	// TranscriptTurnBytes and TranscriptBytes bound what an episode keeps
+	// for its transcript (Config.Transcripts): one turn's reply, call
+	// arguments and answers together, and all its turns; past them text
+	// is cut with a note, and later turns are only counted.
+	TranscriptTurnBytes int64
+	TranscriptBytes     int64
+	// MaxTurns caps the model replies of every episode (0: no cap): a
+	// reset's max_turns may lower it, not raise it. A turn's own
+	// max_turns still ends its turn.
+	MaxTurns int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -70,6 +95,15 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxReplyResultBytes <= 0 {
 		l.MaxReplyResultBytes = DefaultMaxReplyResultBytes
+	}
+	if l.TranscriptTurnBytes <= 0 {
+		l.TranscriptTurnBytes = DefaultTranscriptTurnBytes
+	}
+	if l.TranscriptBytes <= 0 {
+		l.TranscriptBytes = DefaultTranscriptBytes
+	}
+	if l.ParseTimeout <= 0 {
+		l.ParseTimeout = DefaultParseTimeout
 	}
 	return l
 }

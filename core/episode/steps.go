@@ -25,6 +25,11 @@ type liveEnv struct {
 	// rec records its spans: the episode's that holds it; nil = the
 	// engine's observer only (warm, or listing a toolset).
 	rec func(Span)
+	// def is the env definition it was deployed from; served counts the
+	// episodes it was given to, resetAt when its last reset passed (reuse.go).
+	def     *bundle.Env
+	served  int
+	resetAt time.Time
 }
 
 // spec is what the sandbox deploys for env, with the engine's labels and
@@ -37,9 +42,17 @@ func (e *Engine) spec(env *bundle.Env, labels map[string]string) sandbox.Spec {
 	for k, v := range labels {
 		all[k] = v
 	}
+	vars := env.EnvVars
+	if env.Reuse > 1 { // the env serves its reset tool only when told its name
+		vars = make(map[string]string, len(env.EnvVars)+1)
+		for k, v := range env.EnvVars {
+			vars[k] = v
+		}
+		vars[bundle.ResetToolVar] = env.ResetTool
+	}
 	return sandbox.Spec{
 		Env: env.Name, Dir: env.Dir, Image: env.Image, Command: env.Command, Build: env.Build,
-		Port: env.Port, EnvVars: env.EnvVars, CPU: env.CPU, MemoryMB: env.MemoryMB, Labels: all,
+		Port: env.Port, EnvVars: vars, CPU: env.CPU, MemoryMB: env.MemoryMB, Labels: all,
 		Terminal: terminalSpec(env), StorageMB: env.StorageMB, NoInternet: env.NoInternet,
 		BuildTimeout: env.BuildTimeout,
 	}
@@ -60,12 +73,22 @@ func (e *Engine) envFor(ctx context.Context, name string, labels map[string]stri
 		start := time.Now()
 		if le := e.pool.take(ctx, name); le != nil {
 			le.rec = rec
+			le.served++
 			rec(Span{Phase: PhaseDeploy, Env: name, Start: start, Took: time.Since(start)})
-			e.log.Info("took a warm sandbox", "episode", labels[sandbox.LabelEpisode], "env", name, "sandbox", le.sb.ID)
+			if le.served > 1 {
+				e.observeReuse(ReuseEvent{Kind: ReuseTaken, Env: name, Depth: le.served})
+				e.log.Debug("took a reset env", "episode", labels[sandbox.LabelEpisode], "env", name, "sandbox", le.sb.ID, "episodes_served", le.served)
+			} else {
+				e.log.Info("took a warm sandbox", "episode", labels[sandbox.LabelEpisode], "env", name, "sandbox", le.sb.ID)
+			}
 			return le, nil
 		}
 	}
-	return e.deployEnv(ctx, name, labels, rec)
+	le, err := e.deployEnv(ctx, name, labels, rec)
+	if le != nil {
+		le.served = 1
+	}
+	return le, err
 }
 
 // deployEnv deploys an env, waits for its MCP server (the one readiness
@@ -123,7 +146,7 @@ func (e *Engine) deployCounted(ctx context.Context, name string, labels map[stri
 		}
 		return nil, withBrief(fmt.Errorf("deploying env %q: %w", name, err), "env %q could not be deployed: %s", name, why)
 	}
-	le := &liveEnv{name: name, sb: sb, counted: true, rec: rec}
+	le := &liveEnv{name: name, sb: sb, counted: true, rec: rec, def: env}
 	ready := time.Now()
 	defer func() { rec(Span{Phase: PhaseReady, Env: name, Start: ready, Took: time.Since(ready)}) }()
 	fail := func(err error) (*liveEnv, error) {
@@ -144,6 +167,9 @@ func (e *Engine) deployCounted(ctx context.Context, name string, labels map[stri
 	le.tools = make([]Tool, len(tools))
 	for i, t := range tools {
 		le.tools[i] = Tool(t)
+	}
+	if err := hideResetTool(le); err != nil {
+		return fail(err)
 	}
 	e.log.Debug("env deployed", "env", name, "sandbox", sb.ID, "endpoint", sb.Endpoint, "tools", len(le.tools), "took", time.Since(start))
 	return le, nil
@@ -244,6 +270,9 @@ func (e *Engine) retire(envs []*liveEnv) *teardown {
 				rec = e.observe
 			}
 			rec(Span{Phase: PhaseTeardown, Env: le.name, Start: start, Took: time.Since(start)})
+			if le.def != nil && le.def.Reuse > 1 && le.served > 0 {
+				e.observeReuse(ReuseEvent{Kind: ReuseRetired, Env: le.name, Depth: le.served})
+			}
 			if le.counted {
 				e.uncount()
 			}
@@ -312,7 +341,7 @@ func (ep *episode) verify(ctx context.Context, s *bundle.Step) (float64, error) 
 		}
 		res, err := le.client.CallTool(ctx, s.Tool, s.Arguments, cfg.VerifyTimeout)
 		if err != nil {
-			return 0, err
+			return 0, callFailure(err, s.Env, le.sb.ID, fmt.Sprintf("verify_tool step %q (%s)", s.ID, s.Tool))
 		}
 		if res.IsError {
 			return 0, fmt.Errorf("%s on env %q answered with an error: %s", s.Tool, s.Env, res.Text)

@@ -152,6 +152,30 @@ func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
 	return &OpenAI{o: o, url: full, fixed: fixed, client: &http.Client{Transport: tr}}, nil
 }
 
+// Check asks the endpoint for its models (GET URL/models) and fails when
+// nothing answers there (no server, a wrong host or port), so an eval
+// does not deploy every rollout's env before finding out. Any HTTP answer
+// passes: an endpoint without /models still serves completions.
+func (m *OpenAI) Check(ctx context.Context) error {
+	base := strings.TrimSuffix(m.url, "/chat/completions")
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/models", nil)
+	if err != nil {
+		return fmt.Errorf("--model-url %s: %w", m.o.URL, err)
+	}
+	if m.o.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+m.o.APIKey)
+	}
+	resp, err := m.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("the model endpoint at %s does not answer (%w): start the model server (e.g. vllm serve MODEL --port 8000) or check --model-url; no rollout was played", m.o.URL, err)
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) //nolint:errcheck // only draining
+	resp.Body.Close()
+	return nil
+}
+
 // Complete implements Model.
 func (m *OpenAI) Complete(ctx context.Context, messages []Message) (Reply, error) {
 	fields := make(map[string]any, len(m.fixed)+1)

@@ -27,26 +27,11 @@ func (e *TooBigError) Error() string {
 // Read reads path, following symlinks, when it is a regular file of at
 // most max bytes. A missing file's error wraps fs.ErrNotExist.
 func Read(path string, max int64) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := Check(fi); err != nil {
-		return nil, err
-	}
-	// O_NONBLOCK: should the file have become a FIFO since the Stat, the
-	// open returns at once and the Stat of the open file refuses it.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, fi, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
-		return nil, err
-	}
-	if err := Check(fi); err != nil {
-		return nil, err
-	}
 	if fi.Size() > max {
 		return nil, &TooBigError{fi.Size(), max}
 	}
@@ -58,6 +43,34 @@ func Read(path string, max int64) ([]byte, error) {
 		return nil, &TooBigError{int64(len(data)), max}
 	}
 	return data, nil
+}
+
+// Open opens path for reading, following symlinks, when it is a regular
+// file, and returns its FileInfo; a reader that streams the file bounds
+// what it reads itself. A missing file's error wraps fs.ErrNotExist.
+func Open(path string) (*os.File, fs.FileInfo, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := Check(fi); err != nil {
+		return nil, nil, err
+	}
+	// O_NONBLOCK: should the file have become a FIFO since the Stat, the
+	// open returns at once and the Stat of the open file refuses it.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if fi, err = f.Stat(); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if err := Check(fi); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
 }
 
 // Check refuses anything but a regular file, naming what it is; the error

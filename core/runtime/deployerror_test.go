@@ -95,3 +95,53 @@ func TestDeployFailuresTellClientsLittle(t *testing.T) {
 		})
 	}
 }
+
+// An env that dies mid-episode fails the step with EXECUTION_ERROR naming
+// the env, its sandbox and what went wrong; a remote client is not shown
+// the env's internal address (127.0.0.1:PORT/mcp), which only the log and
+// ErrorDetail clients get.
+func TestEnvCrashTellsClientsLittle(t *testing.T) {
+	for _, detail := range []bool{false, true} {
+		t.Run(map[bool]string{false: "remote clients", true: "error detail"}[detail], func(t *testing.T) {
+			rt := openRuntime(t)
+			logs := &syncBuffer{}
+			srv, err := server.New(server.Options{
+				Player: rt.Engine, Catalog: server.NewBundleCatalog(rt.Bundle), ErrorDetail: detail,
+				Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info}),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := httptest.NewServer(srv.Handler())
+			defer ts.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			sess, err := client.Dial(ctx, ts.URL, client.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sess.Close()
+			if _, err := sess.Reset(ctx, client.ResetRequest{TaskID: "puzzle"}); err != nil {
+				t.Fatal(err)
+			}
+			_, err = sess.Step(ctx, `<tool_call>{"name": "crash", "arguments": {}}</tool_call>`)
+			var ce *client.Error
+			if !errors.As(err, &ce) || ce.Code != client.Code("EXECUTION_ERROR") {
+				t.Fatalf("step: %v, want EXECUTION_ERROR", err)
+			}
+			leaks := strings.Contains(ce.Message, "127.0.0.1") || strings.Contains(ce.Message, "/mcp")
+			if leaks != detail {
+				t.Errorf("ErrorDetail %v: message %q", detail, ce.Message)
+			}
+			if !strings.Contains(ce.Message, `env "testenv" (sandbox `) || !strings.Contains(ce.Message, "crash") {
+				t.Errorf("message %q does not name the env, its sandbox and the call", ce.Message)
+			}
+			if !detail && !strings.Contains(ce.Message, "the server's log has the details") {
+				t.Errorf("message %q does not say where the details are", ce.Message)
+			}
+			if log := logs.String(); !strings.Contains(log, "127.0.0.1") {
+				t.Errorf("the server's log lacks the env's address:\n%s", log)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -68,4 +69,42 @@ func (s *Server) requireToken(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// crossSiteBrowser reports whether r comes from a web page of another
+// site, and its Origin. The /ws upgrade is a GET a page may send anywhere,
+// and a browser adds the Basic credentials it holds for the server (an
+// http://user:<token>@host URL once opened), so without this check
+// another site could drive episodes with them. Browsers always send an
+// Origin on a WebSocket upgrade, and Sec-Fetch-Site where they know it;
+// trainers' clients send neither, or an Origin of the host they dial. An
+// Origin matching the Host, or a proxy's X-Forwarded-Host (which a page
+// cannot set), is the server's own site.
+func crossSiteBrowser(r *http.Request) (origin string, cross bool) {
+	origin = r.Header.Get("Origin")
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "same-origin", "none":
+		return origin, false
+	case "":
+	default: // same-site, cross-site
+		return origin, true
+	}
+	if origin == "" {
+		return "", false
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return origin, true // "null": a sandboxed frame, a file
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return origin, false
+	}
+	for _, h := range r.Header.Values("X-Forwarded-Host") {
+		for _, one := range strings.Split(h, ",") {
+			if strings.EqualFold(u.Host, strings.TrimSpace(one)) {
+				return origin, false
+			}
+		}
+	}
+	return origin, true
 }

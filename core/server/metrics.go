@@ -23,9 +23,19 @@ type Metrics struct {
 	episodes    *prometheus.CounterVec
 	outcomes    *prometheus.CounterVec
 	expirations prometheus.Counter
+	resets      *prometheus.CounterVec
+	resetTime   *prometheus.HistogramVec
+	reuses      *prometheus.CounterVec
+	reuseDepth  *prometheus.HistogramVec
 }
 
-var _ episode.Observer = (*Metrics)(nil)
+var (
+	_ episode.Observer      = (*Metrics)(nil)
+	_ episode.ReuseObserver = (*Metrics)(nil)
+)
+
+// depthBuckets span episodes per deploy of a reusable env.
+var depthBuckets = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
 
 // latencyBuckets span a sub-millisecond step to a minutes-long deploy.
 var latencyBuckets = []float64{
@@ -66,8 +76,22 @@ func NewMetrics() *Metrics {
 		expirations: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "agentenv_sessions_expired_total", Help: "Sessions closed by the idle timeout.",
 		}),
+		resets: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentenv_env_resets_total",
+			Help: "Resets of envs that declare reuse (env.toml reuse = N), by result: ok (the env went back to the pool) or failed (it was torn down).",
+		}, []string{"result", "sandbox", "env"}),
+		resetTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "agentenv_env_reset_seconds", Help: "Time of each reset call of a reusable env, failed ones included.", Buckets: latencyBuckets,
+		}, []string{"sandbox", "env"}),
+		reuses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentenv_env_reuses_total", Help: "Episodes given an env an earlier episode had (reset between them) instead of a fresh deploy.",
+		}, []string{"sandbox", "env"}),
+		reuseDepth: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "agentenv_env_reuse_depth", Help: "Episodes one deploy of a reusable env served, observed at its teardown.", Buckets: depthBuckets,
+		}, []string{"sandbox", "env"}),
 	}
 	m.reg.MustRegister(m.live, m.queued, m.sessions, m.queueWait, m.phase, m.failures, m.episodes, m.outcomes, m.expirations,
+		m.resets, m.resetTime, m.reuses, m.reuseDepth,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -107,6 +131,24 @@ func (m *Metrics) EpisodeEnded(r episode.Result) {
 		env = envs[0]
 	}
 	m.outcomes.WithLabelValues(string(r.Outcome), string(r.Cause), string(r.Source()), r.Sandbox, env).Inc()
+}
+
+// ObserveReuse counts a reusable env's resets, reuses and depth
+// (episode.ReuseObserver).
+func (m *Metrics) ObserveReuse(ev episode.ReuseEvent) {
+	switch ev.Kind {
+	case episode.ReuseReset, episode.ReuseResetFailed:
+		result := "ok"
+		if ev.Kind == episode.ReuseResetFailed {
+			result = "failed"
+		}
+		m.resets.WithLabelValues(result, ev.Sandbox, ev.Env).Inc()
+		m.resetTime.WithLabelValues(ev.Sandbox, ev.Env).Observe(ev.Took.Seconds())
+	case episode.ReuseTaken:
+		m.reuses.WithLabelValues(ev.Sandbox, ev.Env).Inc()
+	case episode.ReuseRetired:
+		m.reuseDepth.WithLabelValues(ev.Sandbox, ev.Env).Observe(float64(ev.Depth))
+	}
 }
 
 // Register adds series of other parts (the transcript writer's) to

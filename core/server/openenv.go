@@ -78,7 +78,7 @@ func (s *Server) handleOpenAPI(w http.ResponseWriter, _ *http.Request) {
 	get := map[string]any{"get": map[string]any{"responses": map[string]any{"200": map[string]any{"description": "OK"}}}}
 	post := map[string]any{"post": map[string]any{"responses": map[string]any{"200": map[string]any{"description": "OK"}}}}
 	paths := map[string]any{
-		"/health": get, "/metadata": get, "/schema": get, "/metrics": get, "/ws": get, "/mcp": post,
+		"/health": get, "/livez": get, "/metadata": get, "/schema": get, "/metrics": get, "/ws": get, "/mcp": post,
 		"/splits": get, "/splits/{split}/tasks": get, "/tasks/{task_id}": get, "/toolsets/{toolset}/tools": get,
 		"/list_environments": get, "/{env_name}/splits": get,
 		"/{env_name}/tasks": post, "/{env_name}/num_tasks": post, "/{env_name}/task": post, "/{env_name}/task_range": post,

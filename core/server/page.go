@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -27,10 +28,17 @@ type Page struct {
 	// in the Authorization header, the page's cookie, or no token
 	// configured.
 	Handler http.Handler
-	// Login writes the login form with status (its headers too): failed
-	// says the token sent was wrong. It must not show what was sent.
-	Login func(w http.ResponseWriter, r *http.Request, status int, failed bool)
+	// Login writes the login form with status (its headers too); problem,
+	// when not empty, is a sentence saying why the last login failed (a
+	// wrong token, too many of them). It must not show what was sent.
+	Login func(w http.ResponseWriter, r *http.Request, status int, problem string)
 }
+
+// The login form's problems.
+const (
+	LoginWrongToken = "That is not the server's token. Try again."
+	loginCrossSite  = "The form was sent from another site; log in from this server's own page."
+)
 
 // HandlePage serves p at prefix (such as "/ui") and under prefix/, beside
 // the API; call it before Serve. Pages are served while the envs still
@@ -39,49 +47,73 @@ type Page struct {
 //   - POST prefix/login takes the form field "token": right, it sets the
 //     cookie (Path=prefix, HttpOnly, SameSite=Strict, PageCookieLifetime;
 //     Secure over TLS, a TLS proxy's X-Forwarded-Proto included) and redirects to prefix/; wrong, the form again
-//     with 401.
+//     with 401. Wrong tokens are throttled per client address (429 and
+//     Retry-After while it waits; see loginThrottle).
 //   - POST prefix/logout clears the cookie.
+//
+// Both POSTs are refused (403) when a browser sends them from another
+// site (Sec-Fetch-Site, or an Origin that is not the Host), so another
+// site cannot log a user out, or into its own session.
 //
 // The cookie holds no token: an expiry and its MAC under a key derived
 // from the token's digest, so it stops working when the token changes.
 func (s *Server) HandlePage(prefix string, p Page) {
 	prefix = "/" + strings.Trim(prefix, "/")
+	throttle := newLoginThrottle(s.log, prefix)
 	s.mu.Lock()
 	s.pages = append(s.pages, prefix)
+	if s.logins == nil {
+		s.logins = map[string]*loginThrottle{}
+	}
+	s.logins[prefix] = throttle
 	s.mu.Unlock()
 	pc := pageCookie{name: "agentenv_page" + strings.ReplaceAll(prefix, "/", "_"), path: prefix, key: s.token.derive("agentenv page cookie " + prefix)}
-	login := func(w http.ResponseWriter, r *http.Request, status int, failed bool) {
+	login := func(w http.ResponseWriter, r *http.Request, status int, problem string) {
 		w.Header().Set("Cache-Control", "no-store")
-		p.Login(w, r, status, failed)
+		p.Login(w, r, status, problem)
 	}
-	s.mux.HandleFunc("POST "+prefix+"/login", func(w http.ResponseWriter, r *http.Request) {
+	csrf := http.NewCrossOriginProtection()
+	csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		login(w, r, http.StatusForbidden, loginCrossSite)
+	}))
+	s.mux.Handle("POST "+prefix+"/login", csrf.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := clientKey(r.RemoteAddr)
+		if s.token.on {
+			if d := throttle.wait(key); d > 0 {
+				secs := int((d + time.Second - 1) / time.Second)
+				w.Header().Set("Retry-After", strconv.Itoa(secs))
+				login(w, r, http.StatusTooManyRequests, fmt.Sprintf("Too many wrong tokens from your address: try again in %d s.", secs))
+				return
+			}
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxLoginBytes)
 		if err := r.ParseForm(); err != nil {
-			login(w, r, http.StatusBadRequest, true)
+			login(w, r, http.StatusBadRequest, LoginWrongToken)
 			return
 		}
 		if s.token.on && !s.token.matches(r.PostForm.Get("token")) {
 			s.metrics.failures.WithLabelValues(CodeUnauthorized).Inc()
-			s.log.Info("page login refused: wrong token", "page", prefix, "remote", r.RemoteAddr)
-			login(w, r, http.StatusUnauthorized, true)
+			throttle.failed(key)
+			login(w, r, http.StatusUnauthorized, LoginWrongToken)
 			return
 		}
 		if s.token.on {
+			throttle.succeeded(key)
 			http.SetCookie(w, pc.issue(time.Now(), overTLS(r)))
 		}
 		http.Redirect(w, r, prefix+"/", http.StatusSeeOther)
-	})
-	s.mux.HandleFunc("POST "+prefix+"/logout", func(w http.ResponseWriter, r *http.Request) {
+	})))
+	s.mux.Handle("POST "+prefix+"/logout", csrf.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.SetCookie(w, &http.Cookie{Name: pc.name, Value: "", Path: pc.path, MaxAge: -1,
 			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
 		http.Redirect(w, r, prefix+"/", http.StatusSeeOther)
-	})
+	})))
 	guarded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.token.on || s.token.allowed(r) || pc.valid(r, time.Now()) {
 			p.Handler.ServeHTTP(w, r)
 			return
 		}
-		login(w, r, http.StatusUnauthorized, false)
+		login(w, r, http.StatusUnauthorized, "")
 	})
 	s.mux.Handle(prefix, guarded)
 	s.mux.Handle(prefix+"/", guarded)

@@ -13,12 +13,15 @@ import (
 )
 
 // testPage answers "PAGE <path>" once authorized and "LOGIN failed=<bool>"
-// for the form.
+// for the form (then the problem, if not the wrong token).
 var testPage = Page{
 	Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "PAGE ", r.URL.Path) }),
-	Login: func(w http.ResponseWriter, _ *http.Request, status int, failed bool) {
+	Login: func(w http.ResponseWriter, _ *http.Request, status int, problem string) {
 		w.WriteHeader(status)
-		fmt.Fprintf(w, "LOGIN failed=%v", failed)
+		fmt.Fprintf(w, "LOGIN failed=%v", problem != "")
+		if problem != "" && problem != LoginWrongToken {
+			fmt.Fprintf(w, " %s", problem)
+		}
 	},
 }
 

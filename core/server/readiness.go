@@ -149,7 +149,7 @@ func (s *Server) gate(h http.Handler) http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if r.IsReady() || s.draining.Load() || req.URL.Path == "/metrics" || s.isPage(req.URL.Path) {
+		if r.IsReady() || s.draining.Load() || req.URL.Path == "/metrics" || req.URL.Path == "/livez" || s.isPage(req.URL.Path) {
 			h.ServeHTTP(w, req)
 			return
 		}

@@ -43,6 +43,10 @@ func TestPreparingServer(t *testing.T) {
 	if status, _ := get(t, ts.url("/metrics"), testToken); status != 200 {
 		t.Errorf("/metrics while preparing: %d, want 200", status)
 	}
+	// The liveness probe's path stays 200, without the token.
+	if status, body := get(t, ts.url("/livez"), ""); status != 200 || !strings.Contains(body, `"alive"`) {
+		t.Errorf("/livez while preparing: %d %s, want 200", status, body)
+	}
 
 	// The Go client waits it out: the envs become ready once it has been
 	// told PREPARING.

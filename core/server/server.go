@@ -129,6 +129,8 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[*session]struct{}
 	pages    []string // HandlePage's prefixes
+	// logins are the pages' login throttles, by prefix.
+	logins   map[string]*loginThrottle
 	sessWG   sync.WaitGroup
 	closing  sync.WaitGroup // episodes being torn down after their session let go
 	draining atomic.Bool
@@ -197,7 +199,7 @@ func New(opts Options) (*Server, error) {
 		WriteBufferSize: 4096,
 		// Idle sessions hold no write buffer; one is taken per write.
 		WriteBufferPool: &sync.Pool{},
-		// Trainers are not browsers; the token is what guards the socket.
+		// handleWS has refused browsers on other sites (crossSiteBrowser).
 		CheckOrigin: func(*http.Request) bool { return true },
 		Error: func(w http.ResponseWriter, _ *http.Request, status int, reason error) {
 			writeHTTPError(w, status, CodeValidation, "websocket upgrade failed: "+reason.Error())
@@ -212,6 +214,7 @@ func (s *Server) routes() http.Handler {
 	s.mux = mux
 	auth := func(h http.HandlerFunc) http.Handler { return s.requireToken(h) }
 	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.HandleFunc("GET /livez", s.handleLive)
 	mux.Handle("GET /metadata", auth(s.handleMetadata))
 	mux.Handle("GET /schema", auth(s.handleSchema))
 	mux.Handle("GET /openapi.json", auth(s.handleOpenAPI))
@@ -316,9 +319,23 @@ func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "healthy"})
 }
 
+// handleLive answers 200 while the process serves HTTP at all: preparing,
+// serving or draining. It is the liveness probe's: /health answers 503
+// while the envs build or the server drains, and a liveness probe on it
+// killed a pod whose first env build was slow.
+func (s *Server) handleLive(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "alive"})
+}
+
 func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
 		writeHTTPError(w, http.StatusServiceUnavailable, CodeShuttingDown, "server is shutting down")
+		return
+	}
+	if origin, cross := crossSiteBrowser(r); cross {
+		s.metrics.failures.WithLabelValues(CodeUnauthorized).Inc()
+		writeHTTPError(w, http.StatusForbidden, CodeUnauthorized, fmt.Sprintf(
+			"a WebSocket opened by a web page of another site (Origin %.200q) is refused: a trainer's client sends no Origin, or its own host's", origin))
 		return
 	}
 	conn, err := s.upgrader.Upgrade(w, r, nil)

@@ -455,6 +455,11 @@ func TestHealthDrainingDuringShutdown(t *testing.T) {
 	if code != 503 || !strings.Contains(body, `"draining"`) {
 		t.Fatalf("health while draining: %d %s", code, body)
 	}
+	// The liveness probe's path stays 200 while the drain runs: the pod
+	// must not be killed mid-teardown.
+	if code, body := get(t, ts.url("/livez"), ""); code != 200 || !strings.Contains(body, `"alive"`) {
+		t.Fatalf("/livez while draining: %d %s", code, body)
+	}
 	_, resp, err := ts.tryDial("")
 	if err == nil || resp == nil || resp.StatusCode != 503 {
 		t.Fatalf("new session while draining: %v", err)

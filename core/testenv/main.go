@@ -16,6 +16,14 @@
 //	TESTENV_PREFIX=p        prefix every tool name with p (two envs in one task)
 //	TESTENV_JSON_RESPONSE=1 answer calls with plain JSON bodies, not SSE streams
 //	TESTENV_ECHO_ARGS=1     serve echo_args too: it answers with the arguments as received
+//	TESTENV_RESET_FAIL=m    the reset tool fails: m is error (a tool error), hang
+//	                        (never answers) or crash (exits)
+//	TESTENV_RESET_FAIL_FILE=f  as TESTENV_RESET_FAIL, m read from file f at each
+//	                        reset (no file: the reset passes)
+//
+// With AGENTENV_RESET_TOOL set (agentenv sets it for an env.toml with
+// reuse = N) and TESTENV_NO_RESET unset, it serves that reset tool: the puzzle is unloaded and the
+// files the tools wrote are removed, so nothing crosses to the next episode.
 //
 // flood returns a result of any size (to test the limits on what an env
 // sends back).
@@ -186,6 +194,34 @@ func newServer(p *puzzle) *mcp.Server {
 			}
 			return text("0"), nil, nil
 		})
+	if name := os.Getenv("AGENTENV_RESET_TOOL"); name != "" && os.Getenv("TESTENV_NO_RESET") != "1" {
+		s.AddTool(&mcp.Tool{Name: name, Description: "Reset the env for the next episode.",
+			InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				mode := os.Getenv("TESTENV_RESET_FAIL")
+				if f := os.Getenv("TESTENV_RESET_FAIL_FILE"); f != "" {
+					b, _ := os.ReadFile(f)
+					mode = strings.TrimSpace(string(b))
+				}
+				switch mode {
+				case "error":
+					return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "reset broke"}}}, nil
+				case "hang":
+					select {} // deliberately deaf to cancellation, as a hung env is
+				case "crash":
+					os.Exit(4)
+				}
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				p.loaded, p.target, p.value, p.guessed = false, 0, 0, false
+				for _, f := range []string{"value.txt", "note.txt"} {
+					if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+						return nil, err
+					}
+				}
+				return text("reset"), nil
+			})
+	}
 	if os.Getenv("TESTENV_ECHO_ARGS") == "1" {
 		// The arguments as they arrived on the wire, byte for byte.
 		s.AddTool(&mcp.Tool{Name: prefix + "echo_args", Description: "Answer with the call's arguments as received.",

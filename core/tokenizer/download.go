@@ -131,7 +131,7 @@ func (h *Hub) fetch(ctx context.Context, repo, rev string, f hubFile, blobs stri
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return res, "", fmt.Errorf("%s: downloading from %s: %w (check HF_ENDPOINT and the network; HF_HUB_OFFLINE=1 uses the cache only)", where, h.endpoint(), err)
+		return res, "", fmt.Errorf("%s: downloading from %s: %w (check HF_ENDPOINT and the network; offline, pass --tokenizer a local folder holding tokenizer.json: docs/tokenizers.md, \"Without the network\")", where, h.endpoint(), err)
 	}
 	defer resp.Body.Close()
 	redirected := hubHeader != nil

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -493,5 +494,26 @@ func TestHubCacheReadByHuggingFace(t *testing.T) {
 		if !ok || file.Size != len(data) || !strings.HasPrefix(file.Blob, "blobs"+string(filepath.Separator)) {
 			t.Errorf("file %+v", file)
 		}
+	}
+}
+
+// A Hub out of reach (no network) fails at once saying how to go on
+// offline: a local folder, and the docs section that says where one
+// comes from.
+func TestHubUnreachableNamesTheOfflineWay(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	h := &Hub{Endpoint: closed, CacheDir: t.TempDir()}
+	_, err = h.Resolve(context.Background(), "acme/tiny")
+	if err == nil || !strings.Contains(err.Error(), "offline, pass --tokenizer a local folder holding tokenizer.json") || !strings.Contains(err.Error(), `docs/tokenizers.md, "Without the network"`) {
+		t.Fatalf("err = %v", err)
+	}
+	doc, err := os.ReadFile("../../docs/tokenizers.md")
+	if err != nil || !strings.Contains(string(doc), "\n### Without the network\n") {
+		t.Fatalf("docs/tokenizers.md has no section the error names: %v", err)
 	}
 }

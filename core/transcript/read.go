@@ -10,11 +10,18 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/agentenv/agentenv/core/regularfile"
 )
 
-// maxLine bounds one line read back: a record holds at most its replies
-// and their bounded answers, far below it.
-const maxLine = 1 << 30
+// MaxLine bounds one line read back. The writer writes a record of an
+// episode's replies and their bounded answers on one line; a longer line
+// (no record the server wrote, or one from before records were bounded)
+// is skipped unread, with a note, rather than held in memory.
+const MaxLine = 256 << 20
+
+// maxLine is MaxLine, lowered by tests.
+var maxLine = MaxLine
 
 // ReadStats say what Read read and what it skipped.
 type ReadStats struct {
@@ -59,6 +66,9 @@ func Files(paths []string) ([]string, error) {
 			return nil, fmt.Errorf("transcripts: %w", err)
 		}
 		if !fi.IsDir() {
+			if err := regularfile.Check(fi); err != nil {
+				return nil, notTranscript(p, err)
+			}
 			out = append(out, p)
 			continue
 		}
@@ -66,10 +76,23 @@ func Files(paths []string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("transcripts: %s: %w", p, err)
 		}
+		for _, m := range matches {
+			// A FIFO would block the read for ever, a link to /dev/zero
+			// never end: refused before anything is read.
+			if fi, err := os.Stat(m); err == nil {
+				if err := regularfile.Check(fi); err != nil {
+					return nil, notTranscript(m, err)
+				}
+			}
+		}
 		sort.Slice(matches, func(i, j int) bool { return fileBefore(filepath.Base(matches[i]), filepath.Base(matches[j])) })
 		out = append(out, matches...)
 	}
 	return out, nil
+}
+
+func notTranscript(path string, err error) error {
+	return fmt.Errorf("transcripts: %s: %w: transcripts are the plain files serve --record writes; pass those or their directory", path, err)
 }
 
 // fileBefore orders DAY.jsonl before DAY.1.jsonl before DAY.2.jsonl, days
@@ -89,14 +112,28 @@ func fileBefore(a, b string) bool {
 }
 
 func readFile(path string, st *ReadStats, fn func(*Record) error) error {
-	f, err := os.Open(path)
+	f, _, err := regularfile.Open(path)
+	if errors.Is(err, regularfile.ErrNotRegular) {
+		return notTranscript(path, err)
+	}
 	if err != nil {
 		return fmt.Errorf("transcripts: %w", err)
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<20)
 	for line := 1; ; line++ {
-		b, err := readLine(br)
+		b, err := readLine(br, maxLine)
+		var long *longLineError
+		if errors.As(err, &long) {
+			st.Skipped++
+			if st.FirstSkip == nil {
+				st.FirstSkip = fmt.Errorf("%s line %d: %w", path, line, err)
+			}
+			if long.eof {
+				return nil
+			}
+			continue
+		}
 		if errors.Is(err, io.EOF) {
 			if len(bytes.TrimSpace(b)) > 0 {
 				st.Partial++
@@ -127,16 +164,33 @@ func readFile(path string, st *ReadStats, fn func(*Record) error) error {
 	}
 }
 
+// longLineError is a line over the bound, read past to its end unkept.
+type longLineError struct {
+	max int
+	eof bool // the line ran to the end of the file
+}
+
+func (e *longLineError) Error() string {
+	return fmt.Sprintf("a line longer than %d bytes, skipped", e.max)
+}
+
 // readLine reads one line with its newline; at the end it returns what
-// is left without one and io.EOF.
-func readLine(br *bufio.Reader) ([]byte, error) {
+// is left without one and io.EOF. A line over max bytes is read past to
+// its end, discarded as it goes, and returned as a *longLineError.
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
 	var out []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
-		out = append(out, chunk...)
-		if len(out) > maxLine {
-			return nil, fmt.Errorf("a line longer than %d bytes", maxLine)
+		if len(out)+len(chunk) > max {
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice('\n')
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
+				return nil, err
+			}
+			return nil, &longLineError{max: max, eof: err != nil}
 		}
+		out = append(out, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}

@@ -46,8 +46,12 @@ type Record struct {
 	Prompt []Message `json:"prompt"`
 	// Tools are the tools offered in the first turn.
 	Tools []Tool `json:"tools,omitempty"`
-	// Turns are the model's replies, in order, each with its answer.
-	Turns []Turn `json:"turns"`
+	// Turns are the model's replies, in order, each with its answer. A
+	// live episode keeps a bounded transcript (serve --transcript-bytes,
+	// --transcript-turn-bytes): text past it is cut with a note, and
+	// TurnsOmitted counts the replies after Turns that were not kept.
+	Turns        []Turn `json:"turns"`
+	TurnsOmitted int    `json:"turns_omitted,omitempty"`
 	// Reward is null unless the episode was scored (outcome done).
 	Reward *float64 `json:"reward"`
 	// Scores are the verifiers' scores by step id (score/<id> metrics).

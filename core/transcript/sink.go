@@ -81,7 +81,7 @@ func FromResult(r episode.Result) *Record {
 	for _, tool := range t.Tools {
 		rec.Tools = append(rec.Tools, Tool{Name: tool.Name, Description: tool.Description, Parameters: tool.Parameters})
 	}
-	rec.Turns = make([]Turn, len(t.Exchanges))
+	rec.Turns, rec.TurnsOmitted = make([]Turn, len(t.Exchanges)), t.TurnsOmitted
 	for i, x := range t.Exchanges {
 		turn := Turn{Reply: x.Reply, Messages: x.Messages, StepS: x.Took.Seconds(),
 			UnparsedOmitted: x.Parsed.UnparsedOmitted, CallsOmitted: x.Parsed.CallsOmitted}

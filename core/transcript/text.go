@@ -44,7 +44,11 @@ func WriteText(w io.Writer, r *Record) error {
 		}
 		p(" · scores %s", strings.Join(s, " "))
 	}
-	p(" · %d turns\n", len(r.Turns))
+	if r.TurnsOmitted > 0 {
+		p(" · %d turns (%d more not kept)\n", len(r.Turns)+r.TurnsOmitted, r.TurnsOmitted)
+	} else {
+		p(" · %d turns\n", len(r.Turns))
+	}
 	if r.Error != "" {
 		p("error: %s\n", r.Error)
 	}
@@ -82,6 +86,9 @@ func WriteText(w io.Writer, r *Record) error {
 		for _, m := range t.Messages {
 			block(bw, m.Role, "", m.Content)
 		}
+	}
+	if r.TurnsOmitted > 0 {
+		p("  ▸ %d later turns were not kept: the episode's transcript was full (serve --transcript-bytes)\n", r.TurnsOmitted)
 	}
 	return bw.Flush()
 }

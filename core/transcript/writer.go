@@ -1,10 +1,12 @@
 package transcript
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -59,7 +61,7 @@ type Writer struct {
 	day   string // of f
 	seq   int    // of f: 0 for DAY.jsonl, n for DAY.n.jsonl
 	size  int64  // of f
-	buf   bytes.Buffer
+	enc   lineEncoder
 	fault error // the write that stopped the recording
 
 	stopped   atomic.Bool
@@ -119,6 +121,9 @@ type DirError struct {
 	Dir    string
 	Reason string // "cannot be made", "is not writable"
 	Err    error
+	// InUse: another server writes there (its lock is held); the
+	// directory itself is fine.
+	InUse bool
 }
 
 func (e *DirError) Error() string {
@@ -147,7 +152,7 @@ func lockDir(dir string) (*os.File, error) {
 			if pid := strings.TrimSpace(string(held)); pid != "" { // empty while its holder writes it
 				who += " (pid " + pid + ")"
 			}
-			return nil, &DirError{Dir: dir, Reason: "is in use by " + who,
+			return nil, &DirError{Dir: dir, Reason: "is in use by " + who, InUse: true,
 				Err: errors.New("each server needs a --record directory of its own (agentenv transcripts reads several at once)")}
 		}
 		return nil, &DirError{Dir: dir, Reason: "cannot be locked", Err: err}
@@ -247,31 +252,125 @@ func (w *Writer) run() {
 }
 
 // write appends r as one line, to a new file when the day changed or the
-// file would grow past its size. A failed write cuts the line's partial
-// bytes off, so the file holds whole lines only.
+// file would grow past its size. The line is encoded a turn at a time
+// straight to the file, so writing a record costs one turn's JSON, not
+// the line's. A failed write cuts the line's partial bytes off, so the
+// file holds whole lines only.
 func (w *Writer) write(r *Record) error {
-	w.buf.Reset()
-	enc := json.NewEncoder(&w.buf)
-	enc.SetEscapeHTML(false) // replies are full of <tool_call>
-	if err := enc.Encode(r); err != nil {
-		return fmt.Errorf("encoding the record of %s: %w", r.EpisodeID, err)
-	}
-	line := w.buf.Bytes()
 	day := r.Ended.UTC().Format(time.DateOnly)
-	if w.f == nil || day != w.day || (w.size > 0 && w.size+int64(len(line)) > w.o.MaxFileBytes) {
-		if err := w.next(day, int64(len(line))); err != nil {
+	need, err := lineSize(r) // rotation needs it first
+	if err != nil {
+		return err
+	}
+	if w.f == nil || day != w.day || (w.size > 0 && w.size+need > w.o.MaxFileBytes) {
+		if err := w.next(day, need); err != nil {
 			return err
 		}
 	}
-	n, err := w.f.Write(line)
-	if err != nil {
-		if n > 0 {
+	cw := &countingWriter{w: w.f}
+	if err = w.enc.writeLine(cw, r); err != nil {
+		if cw.n > 0 {
 			err = errors.Join(err, w.f.Truncate(w.size))
 		}
-		return fmt.Errorf("writing %s: %w", w.f.Name(), err)
+		return fmt.Errorf("writing the record of %s to %s: %w", r.EpisodeID, w.f.Name(), err)
 	}
-	w.size += int64(n)
+	w.size += cw.n
 	return nil
+}
+
+// lineSize is the length of r's line, measured by encoding it to nowhere
+// a turn at a time (the CPU of a second encoding, not the memory of the
+// line).
+func lineSize(r *Record) (int64, error) {
+	cw := &countingWriter{w: io.Discard}
+	enc := json.NewEncoder(cw)
+	enc.SetEscapeHTML(false)
+	head := *r
+	head.Turns = []Turn{}
+	if err := enc.Encode(&head); err != nil {
+		return 0, fmt.Errorf("encoding the record of %s: %w", r.EpisodeID, err)
+	}
+	for i := range r.Turns {
+		if err := enc.Encode(&r.Turns[i]); err != nil {
+			return 0, fmt.Errorf("encoding the record of %s: %w", r.EpisodeID, err)
+		}
+	}
+	// Each turn's newline stands for its comma; the last one's is spare.
+	return cw.n - int64(min(len(r.Turns), 1)), nil
+}
+
+// turnsKey is the turns field of a record encoded without its turns.
+var turnsKey = []byte(`"turns":null`)
+
+// WriteJSON writes r as its record line (JSON and a newline, as --record
+// files hold it), a turn at a time: it holds one turn's JSON, not the
+// line's.
+func WriteJSON(out io.Writer, r *Record) error {
+	var e lineEncoder
+	return e.writeLine(out, r)
+}
+
+// lineEncoder writes records as lines, reusing its buffer.
+type lineEncoder struct{ buf bytes.Buffer }
+
+// writeLine writes r as one JSON line: the record without its turns,
+// split where its turns go, and the turns one by one in between.
+func (e *lineEncoder) writeLine(w io.Writer, r *Record) error {
+	out := bufio.NewWriterSize(w, 64<<10)
+	head := *r
+	head.Turns = nil
+	line, err := e.marshal(&head)
+	if err != nil {
+		return err
+	}
+	// Only Tools' raw JSON schemas, before the turns, could hold the key
+	// unescaped; what follows the turns holds no raw JSON.
+	at := bytes.LastIndex(line, turnsKey)
+	if at < 0 {
+		return fmt.Errorf("encoding the record of %s: no turns field", r.EpisodeID)
+	}
+	rest := bytes.Clone(line[at+len(turnsKey):])
+	out.Write(line[:at])
+	out.WriteString(`"turns":[`)
+	for i := range r.Turns {
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		b, err := e.marshal(&r.Turns[i])
+		if err != nil {
+			return err
+		}
+		out.Write(b)
+	}
+	out.WriteByte(']')
+	out.Write(rest)
+	out.WriteByte('\n')
+	return out.Flush()
+}
+
+// marshal encodes v without HTML escapes (replies are full of
+// <tool_call>) and without the encoder's newline, into the buffer: valid
+// until the next call.
+func (e *lineEncoder) marshal(v any) ([]byte, error) {
+	e.buf.Reset()
+	enc := json.NewEncoder(&e.buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encoding a transcript record: %w", err)
+	}
+	return bytes.TrimSuffix(e.buf.Bytes(), []byte{'\n'}), nil
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // next opens the file the next line of day goes to: the day's last file

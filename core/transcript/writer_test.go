@@ -325,3 +325,47 @@ func TestWriterDirTakesOneWriter(t *testing.T) {
 		t.Errorf("the lock file is listed as transcripts: %v %v", files, err)
 	}
 }
+
+// A record is written a turn at a time: the writer holds one turn's JSON,
+// not the line's (a 629 MB line was encoded in memory whole), and the
+// line it writes is the record's JSON, exactly as long as it measured.
+func TestWriterStreamsARecord(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWriter(WriterOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Record{Format: Format, EpisodeID: "big", TaskID: "t", Ended: day1, Prompt: []Message{{Role: "user", Content: "<go>"}},
+		Tools: []Tool{{Name: "f", Parameters: json.RawMessage(`{"turns":null}`)}}}
+	for i := range 24 {
+		r.Turns = append(r.Turns, Turn{Reply: fmt.Sprintf("%d %s", i, strings.Repeat("<r>", 1<<18)), Messages: []Message{{Role: "tool", Content: "ok"}}})
+	}
+	want, err := lineSize(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Record(r)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c := w.enc.buf.Cap(); c > 4<<20 {
+		t.Errorf("the writer's buffer grew to %d MiB for a %d MiB record, want one turn's worth", c>>20, want>>20)
+	}
+	line, err := os.ReadFile(filepath.Join(dir, FileName("2026-12-02", 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var whole bytes.Buffer
+	enc := json.NewEncoder(&whole)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(line, whole.Bytes()) || int64(len(line)) != want {
+		t.Errorf("line of %d bytes, measured %d; encoded whole it is %d bytes (equal: %v)", len(line), want, whole.Len(), bytes.Equal(line, whole.Bytes()))
+	}
+	var back Record
+	if err := json.Unmarshal(line, &back); err != nil || len(back.Turns) != 24 || back.Turns[23].Reply != r.Turns[23].Reply || string(back.Tools[0].Parameters) != `{"turns":null}` {
+		t.Fatalf("the line reads back as %d turns, tools %+v: %v", len(back.Turns), back.Tools, err)
+	}
+}

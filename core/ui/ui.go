@@ -117,6 +117,7 @@ func New(o Options) *Page {
 	p.mux.HandleFunc("GET "+Prefix+"/live", p.handleLive)
 	p.mux.HandleFunc("GET "+Prefix+"/data.json", p.handleData)
 	p.mux.HandleFunc("GET "+Prefix+"/episodes/{id}", p.handleEpisode)
+	p.mux.HandleFunc("GET "+Prefix+"/episodes/{id}/record.json", p.handleRecord)
 	p.mux.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {
 		p.render(w, http.StatusNotFound, "notfound", p.frame("Not found", nil))
 	})
@@ -136,7 +137,7 @@ type frame struct {
 	JS                  template.JS
 	Open                bool
 	RefreshMS           int64
-	Failed              bool
+	LoginProblem        string
 	Data                any
 }
 
@@ -174,10 +175,10 @@ func (p *Page) render(w http.ResponseWriter, status int, name string, f *frame) 
 	w.Write(buf.Bytes()) //nolint:errcheck // the browser may be gone
 }
 
-func (p *Page) login(w http.ResponseWriter, _ *http.Request, status int, failed bool) {
+func (p *Page) login(w http.ResponseWriter, _ *http.Request, status int, problem string) {
 	f := p.frame("Log in", nil)
 	// Nothing of the server before the token: not even the bundle's name.
-	f.Failed, f.Bundle, f.Open = failed, "", true
+	f.LoginProblem, f.Bundle, f.Open = problem, "", true
 	p.render(w, status, "login", f)
 }
 
@@ -241,10 +242,13 @@ func (p *Page) handleData(w http.ResponseWriter, _ *http.Request) {
 type episodeView struct {
 	Rec  *transcript.Record
 	Row  EpisodeRow
-	Text string // the conversation as `agentenv transcripts` prints it
+	Text string // the conversation as `agentenv transcripts` prints it, long texts cut
+	Cut  bool   // Text is not all of it
 }
 
-func (p *Page) handleEpisode(w http.ResponseWriter, r *http.Request) {
+// episode is the kept record of the request's episode, as this page may
+// show it, or ok false once a not-found page is written.
+func (p *Page) episode(w http.ResponseWriter, r *http.Request) (*transcript.Record, bool) {
 	id := r.PathValue("id")
 	var rec *transcript.Record
 	ok := false
@@ -254,13 +258,51 @@ func (p *Page) handleEpisode(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		p.render(w, http.StatusNotFound, "notfound", p.frame("Episode not found",
 			"no episode "+strings.TrimSpace(id)+" among the last kept in memory; `agentenv transcripts` reads older ones from serve --record's files"))
-		return
+		return nil, false
 	}
 	if !p.opts.ErrorDetail && isDeployFailure(rec.Error) {
 		brief := *rec // records are shared: change a copy
 		brief.Error = deployFailedBrief
 		rec = &brief
 	}
-	v := episodeView{Rec: rec, Row: episodeRow(time.Now(), rec), Text: conversation(rec)}
+	return rec, true
+}
+
+func (p *Page) handleEpisode(w http.ResponseWriter, r *http.Request) {
+	rec, ok := p.episode(w, r)
+	if !ok {
+		return
+	}
+	v := episodeView{Rec: rec, Row: episodeRow(time.Now(), rec)}
+	v.Text, v.Cut = conversation(rec)
 	p.render(w, http.StatusOK, "episode", p.frame("Episode "+rec.EpisodeID, v))
+}
+
+// handleRecord downloads an episode's whole record: its line as
+// `serve --record` writes it, streamed a turn at a time.
+func (p *Page) handleRecord(w http.ResponseWriter, r *http.Request) {
+	rec, ok := p.episode(w, r)
+	if !ok {
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Disposition", `attachment; filename="`+fileSafe(rec.EpisodeID)+`.json"`)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	if err := transcript.WriteJSON(w, rec); err != nil {
+		p.log.Debug("episode record download ended early", "episode_id", rec.EpisodeID, "error", err)
+	}
+}
+
+// fileSafe is an episode id as a download's file name: letters, digits,
+// '-', '_' and '.', the rest '_'.
+func fileSafe(id string) string {
+	b := []byte(id)
+	for i, c := range b {
+		if !(c == '-' || c == '_' || c == '.' || c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'z') {
+			b[i] = '_'
+		}
+	}
+	return "episode-" + string(b)
 }

@@ -185,7 +185,11 @@ func TestLoginForm(t *testing.T) {
 	p, _ := newTestPage(t)
 	for _, failed := range []bool{false, true} {
 		rec := httptest.NewRecorder()
-		p.Server().Login(rec, httptest.NewRequest(http.MethodPost, "/ui/login", strings.NewReader("token="+hostile)), http.StatusUnauthorized, failed)
+		problem := ""
+		if failed {
+			problem = server.LoginWrongToken
+		}
+		p.Server().Login(rec, httptest.NewRequest(http.MethodPost, "/ui/login", strings.NewReader("token="+hostile)), http.StatusUnauthorized, problem)
 		body := rec.Body.String()
 		if rec.Code != http.StatusUnauthorized || !strings.Contains(body, `action="/ui/login"`) || !strings.Contains(body, `type="password"`) {
 			t.Errorf("login form (failed %v): %d\n%s", failed, rec.Code, body)
@@ -193,7 +197,7 @@ func TestLoginForm(t *testing.T) {
 		if strings.Contains(body, "gridsim") || strings.Contains(body, "Log out") {
 			t.Errorf("login form shows the bundle or a log-out button:\n%s", body)
 		}
-		if got := strings.Contains(body, `id="login-error"`); got != failed {
+		if got := strings.Contains(body, `id="login-error"`) && strings.Contains(body, "That is not the server&#39;s token"); got != failed {
 			t.Errorf("login form (failed %v) shows the error: %v", failed, got)
 		}
 		checkSafe(t, "login", rec.Result(), body, true)

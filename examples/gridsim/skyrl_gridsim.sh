@@ -6,7 +6,7 @@
 #   agentenv skyrl rows http://127.0.0.1:8200 data \
 #     --tokenizer Qwen/Qwen3-4B --max-prompt-length 3072 \
 #     --chat-template-kwargs '{"enable_thinking": false}'
-# and a warm-started model in ./qwen3-4b-gridsim-sft ("Warm start with SFT").
+# and a warm-started model in ./qwen3-4b-gridsim-sft ("Warm start").
 #
 # Run it in SkyRL's environment (agentenv_skyrl installed there) from the
 # folder holding qwen3-4b-gridsim-sft and data/, on one GPU that the trainer

@@ -27,6 +27,12 @@ const DefaultPort = 18765
 // listen on.
 const PortEnv = "AGENTENV_PORT"
 
+// ResetToolEnv names the variable agentenv sets, for an env whose env.toml
+// declares reuse = N, to the name of the reset tool it must serve
+// (bundle.ResetToolVar; kept apart so env binaries need not link the
+// bundle loader).
+const ResetToolEnv = "AGENTENV_RESET_TOOL"
+
 // Port is $AGENTENV_PORT, or DefaultPort when it is unset; a value that is
 // no port number is an error naming it.
 func Port() (int, error) {

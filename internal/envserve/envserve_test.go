@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentenv/agentenv/core/bundle"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -95,5 +97,12 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("Run still serving 60 s after its context ended")
+	}
+}
+
+// The variable env binaries read is the one the engine sets.
+func TestResetToolEnvIsTheBundles(t *testing.T) {
+	if ResetToolEnv != bundle.ResetToolVar {
+		t.Fatalf("envserve.ResetToolEnv %q, bundle.ResetToolVar %q", ResetToolEnv, bundle.ResetToolVar)
 	}
 }

@@ -47,7 +47,7 @@ const configSchema = `{
     "automount_service_account_token": {"type": "boolean", "description": "Mount the service account's API token in env pods (default false: envs get no cluster credentials)."},
     "image_pull_secrets": {"type": "array", "items": {"type": "string"}, "description": "Secrets (in the namespace) the kubelet pulls env images with."},
     "image_pull_policy": {"type": "string", "enum": ["IfNotPresent", "Always", "Never"], "description": "Image pull policy of env containers (default IfNotPresent)."},
-    "run_as_non_root": {"type": "boolean", "description": "Refuse to start an env whose image runs as root (default true; the image must name a numeric non-root USER, or set run_as_user)."},
+    "run_as_non_root": {"type": "boolean", "description": "Refuse to start an env whose image runs as root (default true for agentenv's own envs: the image must name a numeric non-root USER, or set run_as_user; default false for terminal envs, Harbor tasks' own images, which run as root)."},
     "run_as_user": {"type": "integer", "minimum": 0, "description": "UID env containers run as, instead of the image's USER."},
     "active_deadline": {"type": "string", "description": "Longest an env pod may run, as a Go duration (default 4h): the kubelet ends it then, even if no agentenv server is left to."},
     "termination_grace": {"type": "string", "description": "Time an env gets between SIGTERM and SIGKILL when it is terminated, as a Go duration (default 1s)."},
@@ -56,7 +56,11 @@ const configSchema = `{
     "server_pod_labels": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Labels of the agentenv server's pods, the only pods the policy lets in (default app.kubernetes.io/name=agentenv)."},
     "server_namespace": {"type": "string", "description": "Namespace of the agentenv server's pods (default: the pod's own when agentenv runs in a pod, else namespace)."},
     "server_cidrs": {"type": "array", "items": {"type": "string"}, "description": "Address ranges (CIDR) the policy also lets in: where agentenv runs outside the cluster (a node's address, a VPN range)."},
-    "egress_cidrs": {"type": "array", "items": {"type": "string"}, "description": "Address ranges (CIDR) every env may connect to (default none: no egress)."},
+    "egress_cidrs": {"type": "array", "items": {"type": "string"}, "description": "Address ranges (CIDR) every env may connect to (default none: no egress); not for an env that asks for no internet."},
+    "internet_cidrs": {"type": "array", "items": {"type": "string"}, "description": "Address ranges (CIDR) a terminal env (a Harbor task) that may use the internet may connect to (default [\"0.0.0.0/0\", \"::/0\"]: anywhere); an empty list gives them egress_cidrs only."},
+    "image_registry": {"type": "string", "description": "Registry (and path) put before every env image named without a registry host, e.g. registry.example.com/agentenv: agentenv-harbor:<hash> (a Harbor task's built image) runs as registry.example.com/agentenv/agentenv-harbor:<hash>. envs.<env>.image is used as given."},
+    "terminal_image": {"type": "string", "description": "Image holding the static agentenv-terminal binary at /agentenv-terminal (FROM scratch; docs/kubernetes.md), which an init container copies into a terminal env's pod (a Harbor task's). Needed to run Harbor tasks."},
+    "storage_request_fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "description": "Ephemeral-storage request as a fraction of an env's storage limit (its storage_mb; default 0.1: the limit is a cap, not what a task is expected to fill)."},
     "env_secret": {"type": "boolean", "description": "Put the env's variables (env.toml's env table) in a Secret per pod instead of the pod spec (default true)."},
     "envs": {
       "type": "object",
@@ -69,7 +73,7 @@ const configSchema = `{
           "cpu": {"type": "number", "exclusiveMinimum": 0, "description": "CPU limit (cores) instead of env.toml's cpu."},
           "memory_mb": {"type": "integer", "minimum": 6, "description": "Memory limit (MiB) instead of env.toml's memory_mb."},
           "egress_cidrs": {"type": "array", "items": {"type": "string"}, "description": "Address ranges this env may connect to, besides egress_cidrs (\"0.0.0.0/0\" for anywhere)."},
-          "writable_root": {"type": "boolean", "description": "Give this env a writable root filesystem."},
+          "writable_root": {"type": "boolean", "description": "Give this env a writable root filesystem (default: false for agentenv's own envs, true for terminal envs)."},
           "run_as_user": {"type": "integer", "minimum": 0, "description": "UID this env runs as."},
           "run_as_non_root": {"type": "boolean", "description": "Overrides run_as_non_root for this env."}
         }
@@ -101,7 +105,7 @@ type Config struct {
 	AutomountServiceAccountToken bool                   `json:"automount_service_account_token"`
 	ImagePullSecrets             []string               `json:"image_pull_secrets"`
 	ImagePullPolicy              string                 `json:"image_pull_policy"`
-	RunAsNonRoot                 bool                   `json:"run_as_non_root"`
+	RunAsNonRoot                 *bool                  `json:"run_as_non_root"`
 	RunAsUser                    *int64                 `json:"run_as_user"`
 	ActiveDeadline               config.Duration        `json:"active_deadline"`
 	TerminationGrace             config.Duration        `json:"termination_grace"`
@@ -111,6 +115,10 @@ type Config struct {
 	ServerNamespace              string                 `json:"server_namespace"`
 	ServerCIDRs                  []string               `json:"server_cidrs"`
 	EgressCIDRs                  []string               `json:"egress_cidrs"`
+	InternetCIDRs                []string               `json:"internet_cidrs"`
+	TerminalImage                string                 `json:"terminal_image"`
+	ImageRegistry                string                 `json:"image_registry"`
+	StorageRequestFraction       float64                `json:"storage_request_fraction"`
 	EnvSecret                    bool                   `json:"env_secret"`
 	Envs                         map[string]EnvSettings `json:"envs"`
 	CheckAccess                  bool                   `json:"check_access"`
@@ -134,7 +142,7 @@ type EnvSettings struct {
 	CPU          float64  `json:"cpu"`
 	MemoryMB     int      `json:"memory_mb"`
 	EgressCIDRs  []string `json:"egress_cidrs"`
-	WritableRoot bool     `json:"writable_root"`
+	WritableRoot *bool    `json:"writable_root"`
 	RunAsUser    *int64   `json:"run_as_user"`
 	RunAsNonRoot *bool    `json:"run_as_non_root"`
 }
@@ -142,17 +150,22 @@ type EnvSettings struct {
 // DefaultServerPodLabels select the server's pods of deploy/kubernetes.
 var DefaultServerPodLabels = map[string]string{"app.kubernetes.io/name": "agentenv"}
 
+// DefaultInternetCIDRs are where a terminal env with internet may connect:
+// anywhere, as in Harbor's own Docker runs.
+var DefaultInternetCIDRs = []string{"0.0.0.0/0", "::/0"}
+
 // DefaultConfig is the configuration before Configure.
 func DefaultConfig() Config {
 	return Config{
 		InCluster: "auto", DefaultCPU: 0.5, DefaultMemoryMB: 512,
 		CPURequestFraction: 1, MemoryRequestFraction: 1, TmpMB: 64,
-		ImagePullPolicy: "IfNotPresent", RunAsNonRoot: true,
-		ActiveDeadline:     config.Duration(4 * time.Hour),
-		TerminationGrace:   config.Duration(time.Second),
-		UnschedulableGrace: config.Duration(10 * time.Second),
-		NetworkPolicy:      true,
-		EnvSecret:          true, CheckAccess: true, QPS: 100, Burst: 200,
+		StorageRequestFraction: 0.1,
+		ImagePullPolicy:        "IfNotPresent",
+		ActiveDeadline:         config.Duration(4 * time.Hour),
+		TerminationGrace:       config.Duration(time.Second),
+		UnschedulableGrace:     config.Duration(10 * time.Second),
+		NetworkPolicy:          true,
+		EnvSecret:              true, CheckAccess: true, QPS: 100, Burst: 200,
 	}
 }
 
@@ -161,6 +174,9 @@ func DefaultConfig() Config {
 func (c Config) withDefaults() Config {
 	if c.ServerPodLabels == nil {
 		c.ServerPodLabels = DefaultServerPodLabels
+	}
+	if c.InternetCIDRs == nil {
+		c.InternetCIDRs = DefaultInternetCIDRs
 	}
 	return c
 }
@@ -186,8 +202,9 @@ func (c Config) check() error {
 	if c.DefaultCPU <= 0 || c.DefaultMemoryMB < 6 || c.TmpMB < 1 {
 		return fail("default_cpu must be above 0, default_memory_mb at least 6 and tmp_mb at least 1")
 	}
-	if c.CPURequestFraction <= 0 || c.CPURequestFraction > 1 || c.MemoryRequestFraction <= 0 || c.MemoryRequestFraction > 1 {
-		return fail("cpu_request_fraction and memory_request_fraction must be above 0 and at most 1")
+	if c.CPURequestFraction <= 0 || c.CPURequestFraction > 1 || c.MemoryRequestFraction <= 0 || c.MemoryRequestFraction > 1 ||
+		c.StorageRequestFraction <= 0 || c.StorageRequestFraction > 1 {
+		return fail("cpu_request_fraction, memory_request_fraction and storage_request_fraction must be above 0 and at most 1")
 	}
 	if time.Duration(c.ActiveDeadline) < time.Second {
 		return fail("active_deadline %s: at least 1s (it is the pod's activeDeadlineSeconds)", time.Duration(c.ActiveDeadline))
@@ -211,7 +228,7 @@ func (c Config) check() error {
 	for _, list := range []struct {
 		name  string
 		cidrs []string
-	}{{"server_cidrs", c.ServerCIDRs}, {"egress_cidrs", c.EgressCIDRs}} {
+	}{{"server_cidrs", c.ServerCIDRs}, {"egress_cidrs", c.EgressCIDRs}, {"internet_cidrs", c.InternetCIDRs}} {
 		if err := checkCIDRs(list.cidrs); err != nil {
 			return fail("%s: %v", list.name, err)
 		}
@@ -228,6 +245,12 @@ func (c Config) check() error {
 		if t.TolerationSeconds != nil && t.Effect != "NoExecute" {
 			return fail("tolerations[%d]: toleration_seconds needs effect NoExecute", i)
 		}
+	}
+	if c.TerminalImage != "" && strings.ContainsAny(c.TerminalImage, " \t\n") {
+		return fail("terminal_image %q is not an image reference", c.TerminalImage)
+	}
+	if r := c.ImageRegistry; r != "" && (strings.ContainsAny(r, " \t\n@") || strings.Contains(r, "://") || strings.HasPrefix(r, "/")) {
+		return fail("image_registry %q: want a registry host and optional path, such as registry.example.com/agentenv (no scheme, tag or spaces)", r)
 	}
 	for _, s := range append(append([]string{}, c.ImagePullSecrets...), c.ServiceAccount, c.PriorityClass, c.RuntimeClass) {
 		if s == "" {

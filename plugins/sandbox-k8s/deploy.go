@@ -38,6 +38,10 @@ func (p *Plugin) Deploy(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox
 	if err != nil {
 		return fail(err)
 	}
+	if spec.NoInternet && !s.cfg.NetworkPolicy {
+		p.warnOnce("no-internet:"+spec.Env, "the env asks for no internet, but network_policy is off: nothing keeps it from connecting out",
+			"env", spec.Env)
+	}
 	start := time.Now()
 	pod, err := s.createPod(ctx, o.pod)
 	if err != nil {
@@ -210,8 +214,8 @@ func podFailure(pod *corev1.Pod) error {
 	case corev1.PodFailed, corev1.PodSucceeded:
 		return fmt.Errorf("ended before it was ready: %s", ended(pod))
 	}
-	for _, cs := range pod.Status.ContainerStatuses {
-		if t := cs.State.Terminated; t != nil {
+	for _, cs := range statuses(pod) {
+		if t := cs.State.Terminated; t != nil && (cs.Name != terminalInit || t.ExitCode != 0) {
 			return fmt.Errorf("ended before it was ready: %s", ended(pod))
 		}
 		w := cs.State.Waiting
@@ -220,15 +224,29 @@ func podFailure(pod *corev1.Pod) error {
 		}
 		switch w.Reason {
 		case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
-			return fmt.Errorf("image %s cannot be pulled: %s: %s; check the image name and tag, that the node can reach its registry, and image_pull_secrets for a private one",
-				cs.Image, w.Reason, w.Message)
+			return fmt.Errorf("image %s cannot be pulled: %s: %s; check the image name and tag, that the node can reach its registry, and image_pull_secrets for a private one%s",
+				cs.Image, w.Reason, w.Message, terminalHint(cs.Name))
 		case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
-			return fmt.Errorf("container %s cannot start: %s: %s%s", cs.Name, w.Reason, w.Message, rootHint(w.Message))
+			return fmt.Errorf("container %s cannot start: %s: %s%s%s", cs.Name, w.Reason, w.Message, rootHint(w.Message), terminalHint(cs.Name))
 		case "CrashLoopBackOff":
 			return fmt.Errorf("container %s keeps crashing: %s", cs.Name, w.Message)
 		}
 	}
 	return nil
+}
+
+// statuses are the pod's init containers' statuses, then its containers'.
+func statuses(pod *corev1.Pod) []corev1.ContainerStatus {
+	return append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+}
+
+// terminalHint says what terminal_image must be when its container failed.
+func terminalHint(container string) string {
+	if container != terminalInit {
+		return ""
+	}
+	return " (this container copies agentenv's terminal into the pod: terminal_image must hold the static agentenv-terminal binary at " +
+		terminalImageBinary + ", one with the install subcommand; docs/kubernetes.md, \"Harbor tasks\")"
 }
 
 // ended words how a pod or its container ended.
@@ -237,9 +255,9 @@ func ended(pod *corev1.Pod) string {
 	if pod.Status.Reason != "" || pod.Status.Message != "" {
 		parts = append(parts, strings.TrimSpace(pod.Status.Reason+": "+pod.Status.Message))
 	}
-	for _, cs := range pod.Status.ContainerStatuses {
+	for _, cs := range statuses(pod) {
 		t := cs.State.Terminated
-		if t == nil {
+		if t == nil || (cs.Name == terminalInit && t.ExitCode == 0) {
 			continue
 		}
 		s := fmt.Sprintf("container %s exited with code %d", cs.Name, t.ExitCode)
@@ -252,6 +270,7 @@ func ended(pod *corev1.Pod) string {
 		if m := strings.TrimSpace(t.Message); m != "" {
 			s += "; its output ends:\n" + m
 		}
+		s += terminalHint(cs.Name)
 		parts = append(parts, s)
 	}
 	if len(parts) == 0 {
@@ -261,7 +280,7 @@ func ended(pod *corev1.Pod) string {
 }
 
 func memLimit(pod *corev1.Pod, container string) string {
-	for _, c := range pod.Spec.Containers {
+	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		if c.Name == container {
 			if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
 				return q.String()
@@ -317,7 +336,7 @@ func describe(pod *corev1.Pod) string {
 			s += fmt.Sprintf(", %s: %s %s", c.Type, c.Reason, c.Message)
 		}
 	}
-	for _, cs := range pod.Status.ContainerStatuses {
+	for _, cs := range statuses(pod) {
 		if w := cs.State.Waiting; w != nil && w.Reason != "" {
 			s += fmt.Sprintf(", container %s waiting: %s %s", cs.Name, w.Reason, w.Message)
 		}

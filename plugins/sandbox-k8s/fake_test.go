@@ -260,3 +260,41 @@ func TestFakeConcurrent(t *testing.T) {
 		t.Fatalf("%d pods for 20 deploys", len(pods.Items))
 	}
 }
+
+// An env that asks for no internet, with network_policy off: the deploy
+// goes on (as where the CNI does not enforce policies), and the plugin says
+// once per env that nothing keeps it offline.
+func TestFakeNoInternetWithoutPolicyWarnsOnce(t *testing.T) {
+	port := loopback(t)
+	cfg := DefaultConfig()
+	cfg.NetworkPolicy = false
+	cfg.TerminalImage = "terminal:1"
+	p, _ := newFake(t, cfg, running)
+	var logged strings.Builder
+	var mu sync.Mutex
+	p.SetLogger(hclog.New(&hclog.LoggerOptions{Output: writerFunc(func(b []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logged.Write(b)
+	}), Level: hclog.Warn}))
+	ctx := context.Background()
+	for i, env := range []string{"offline", "offline", "other"} {
+		spec := sandbox.Spec{Env: env, Image: "task:1", Port: port, NoInternet: true, Terminal: &sandbox.Terminal{}, Labels: fakeLabels("ep" + strconv.Itoa(i))}
+		sb, err := p.Deploy(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Terminate(ctx, sb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := strings.Count(logged.String(), "network_policy is off"); n != 2 || !strings.Contains(logged.String(), "env=offline") || !strings.Contains(logged.String(), "env=other") {
+		t.Errorf("%d warnings, want one per env:\n%s", n, logged.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }

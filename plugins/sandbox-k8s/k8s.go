@@ -42,8 +42,23 @@ const Name = "k8s"
 type Plugin struct {
 	log hclog.Logger
 
-	mu  sync.Mutex
-	cur *setup // nil until Configure
+	mu     sync.Mutex
+	cur    *setup          // nil until Configure
+	warned map[string]bool // warnOnce's keys
+}
+
+// warnOnce logs a warning the first time key comes up, not every deploy.
+func (p *Plugin) warnOnce(key, msg string, args ...any) {
+	p.mu.Lock()
+	seen := p.warned[key]
+	if p.warned == nil {
+		p.warned = map[string]bool{}
+	}
+	p.warned[key] = true
+	p.mu.Unlock()
+	if !seen {
+		p.log.Warn(msg, args...)
+	}
 }
 
 // setup is one configuration with the client built from it; Configure

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,7 +95,7 @@ var secretKeyRE = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
 func envVars(spec sandbox.Spec, id, secretName string, inSecret bool) ([]corev1.EnvVar, map[string][]byte) {
 	keys := make([]string, 0, len(spec.EnvVars))
 	for k := range spec.EnvVars {
-		if k != sandbox.EnvPort && k != sandbox.EnvSandboxID {
+		if k != sandbox.EnvPort && k != sandbox.EnvSandboxID && (spec.Terminal == nil || k != envWorkdir) {
 			keys = append(keys, k)
 		}
 	}
@@ -124,7 +125,8 @@ func envVars(spec sandbox.Spec, id, secretName string, inSecret bool) ([]corev1.
 	), data
 }
 
-// limits are the env's CPU and memory limits and requests.
+// resources are the env's CPU, memory and (storage_mb) ephemeral-storage
+// limits and requests.
 func resources(cfg Config, spec sandbox.Spec) (corev1.ResourceRequirements, error) {
 	es := cfg.envSettings(spec.Env)
 	cpu := spec.CPU
@@ -148,7 +150,7 @@ func resources(cfg Config, spec sandbox.Spec) (corev1.ResourceRequirements, erro
 	reqMilli := max(int64(math.Ceil(float64(milli)*cfg.CPURequestFraction)), 1)
 	memBytes := int64(mem) << 20
 	reqMem := max(int64(math.Ceil(float64(memBytes)*cfg.MemoryRequestFraction)), 1<<20)
-	return corev1.ResourceRequirements{
+	res := corev1.ResourceRequirements{
 		Limits: corev1.ResourceList{
 			corev1.ResourceCPU:    *resource.NewMilliQuantity(milli, resource.DecimalSI),
 			corev1.ResourceMemory: *resource.NewQuantity(memBytes, resource.BinarySI),
@@ -157,7 +159,35 @@ func resources(cfg Config, spec sandbox.Spec) (corev1.ResourceRequirements, erro
 			corev1.ResourceCPU:    *resource.NewMilliQuantity(reqMilli, resource.DecimalSI),
 			corev1.ResourceMemory: *resource.NewQuantity(reqMem, resource.BinarySI),
 		},
-	}, nil
+	}
+	if spec.StorageMB > 0 {
+		// The kubelet evicts a pod past its ephemeral-storage limit (its
+		// writable layer, logs and emptyDirs). The request is a fraction:
+		// a limit given without one would be requested whole.
+		limit := int64(spec.StorageMB) << 20
+		req := max(int64(math.Ceil(float64(limit)*cfg.StorageRequestFraction)), 1<<20)
+		res.Limits[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(limit, resource.BinarySI)
+		res.Requests[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(req, resource.BinarySI)
+	}
+	return res, nil
+}
+
+// withRegistry puts registry before image when image names no registry
+// host (its first path part has no '.' or ':' and is not localhost).
+func withRegistry(registry, image string) string {
+	if registry == "" || image == "" {
+		return image
+	}
+	first, _, hasPath := strings.Cut(image, "/")
+	if hasPath && (strings.ContainsAny(first, ".:") || first == "localhost") {
+		return image
+	}
+	return strings.TrimSuffix(registry, "/") + "/" + image
+}
+
+// resourceMB is a quantity of mb MiB.
+func resourceMB(mb int) resource.Quantity {
+	return *resource.NewQuantity(int64(mb)<<20, resource.BinarySI)
 }
 
 // objects is what one deploy creates: the pod, and its NetworkPolicy and
@@ -172,7 +202,7 @@ type objects struct {
 // must exist before it runs.
 func build(cfg Config, ns, serverNS string, spec sandbox.Spec, id string) (objects, error) {
 	es := cfg.envSettings(spec.Env)
-	image := spec.Image
+	image := withRegistry(cfg.ImageRegistry, spec.Image)
 	if es.Image != "" {
 		image = es.Image
 	}
@@ -182,27 +212,28 @@ func build(cfg Config, ns, serverNS string, spec sandbox.Spec, id string) (objec
 	if spec.Port <= 0 || spec.Port > 65535 {
 		return objects{}, fmt.Errorf("no port to reach (port %d); set the port the env listens on in its env.toml", spec.Port)
 	}
+	if spec.Terminal != nil && cfg.TerminalImage == "" {
+		return objects{}, errNoTerminalImage
+	}
 	res, err := resources(cfg, spec)
 	if err != nil {
 		return objects{}, err
+	}
+	var workdir string
+	if spec.Terminal != nil {
+		if workdir, err = terminalWorkdir(spec); err != nil {
+			return objects{}, err
+		}
 	}
 	labels := objectLabels(spec.Labels, id)
 	meta := metav1.ObjectMeta{Name: id, Namespace: ns, Labels: labels, Annotations: annotations(spec.Labels)}
 	env, data := envVars(spec, id, id, cfg.EnvSecret)
 
-	nonRoot := cfg.RunAsNonRoot
-	if es.RunAsNonRoot != nil {
-		nonRoot = *es.RunAsNonRoot
-	}
-	runAs := cfg.RunAsUser
-	if es.RunAsUser != nil {
-		runAs = es.RunAsUser
-	}
+	sec := securityOf(cfg, spec)
 	no := false
-	readOnly := !es.WritableRoot
 	deadline := int64(math.Ceil(time.Duration(cfg.ActiveDeadline).Seconds()))
 	grace := int64(math.Ceil(time.Duration(cfg.TerminationGrace).Seconds()))
-	tmp := resource.NewQuantity(int64(cfg.TmpMB)<<20, resource.BinarySI)
+	tmp := resourceMB(cfg.TmpMB)
 	pod := &corev1.Pod{
 		ObjectMeta: meta,
 		Spec: corev1.PodSpec{
@@ -216,8 +247,8 @@ func build(cfg Config, ns, serverNS string, spec sandbox.Spec, id string) (objec
 			Tolerations:                   tolerations(cfg.Tolerations),
 			PriorityClassName:             cfg.PriorityClass,
 			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   &nonRoot,
-				RunAsUser:      runAs,
+				RunAsNonRoot:   &sec.nonRoot,
+				RunAsUser:      sec.runAs,
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
 			Containers: []corev1.Container{{
@@ -230,16 +261,23 @@ func build(cfg Config, ns, serverNS string, spec sandbox.Spec, id string) (objec
 				// On a failure the log's tail is the termination message:
 				// errors quote it with no pods/log permission.
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-				VolumeMounts:             []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: &no,
 					Privileged:               &no,
-					ReadOnlyRootFilesystem:   &readOnly,
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+					ReadOnlyRootFilesystem:   &sec.readOnly,
+					Capabilities:             &corev1.Capabilities{Drop: sec.drop},
 				},
 			}},
-			Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: tmp}}}},
 		},
+	}
+	// Scratch space on /tmp, but over a terminal env's own writable root,
+	// whose /tmp may hold what its image put there.
+	if spec.Terminal == nil || sec.readOnly {
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}
+		pod.Spec.Volumes = []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &tmp}}}}
+	}
+	if spec.Terminal != nil {
+		withTerminal(cfg, pod, workdir)
 	}
 	if cfg.RuntimeClass != "" {
 		rc := cfg.RuntimeClass
@@ -263,7 +301,8 @@ func build(cfg Config, ns, serverNS string, spec sandbox.Spec, id string) (objec
 }
 
 // policy is the pod's NetworkPolicy: in to the env port from the server's
-// pods (and server_cidrs) only; out nowhere unless egress is allowed.
+// pods (and server_cidrs) only; out nowhere unless egress is allowed
+// (egressCIDRs).
 func policy(cfg Config, meta metav1.ObjectMeta, serverNS string, spec sandbox.Spec) *networkingv1.NetworkPolicy {
 	port := intstr.FromInt32(int32(spec.Port))
 	tcp := corev1.ProtocolTCP
@@ -278,8 +317,7 @@ func policy(cfg Config, meta metav1.ObjectMeta, serverNS string, spec sandbox.Sp
 		from = append(from, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: c}})
 	}
 	var egress []networkingv1.NetworkPolicyEgressRule
-	cidrs := append(append([]string{}, cfg.EgressCIDRs...), cfg.envSettings(spec.Env).EgressCIDRs...)
-	if len(cidrs) > 0 {
+	if cidrs := egressCIDRs(cfg, spec); len(cidrs) > 0 {
 		rule := networkingv1.NetworkPolicyEgressRule{}
 		for _, c := range cidrs {
 			rule.To = append(rule.To, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: c}})

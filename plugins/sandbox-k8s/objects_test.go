@@ -3,10 +3,12 @@ package k8s
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
@@ -45,6 +47,10 @@ func TestConfigureRefuses(t *testing.T) {
 		{"bad cidr", `{"server_cidrs":["10.0.0.0/33"]}`, "server_cidrs"},
 		{"bad env cidr", `{"envs":{"web":{"egress_cidrs":["nowhere"]}}}`, "envs.web.egress_cidrs"},
 		{"fraction", `{"cpu_request_fraction":1.5}`, "cpu_request_fraction"},
+		{"storage fraction", `{"storage_request_fraction":0}`, "storage_request_fraction"},
+		{"bad internet cidr", `{"internet_cidrs":["anywhere"]}`, "internet_cidrs"},
+		{"bad terminal image", `{"terminal_image":"my image"}`, "terminal_image"},
+		{"registry with a scheme", `{"image_registry":"https://registry.example.com"}`, "image_registry"},
 		{"no server peer", `{"server_pod_labels":{}}`, "no server could reach"},
 		{"bad node selector", `{"node_selector":{"zone":"a b"}}`, "node_selector"},
 		{"bad pull secret", `{"image_pull_secrets":["My Secret"]}`, "image_pull_secrets"},
@@ -196,6 +202,15 @@ func TestPodFailure(t *testing.T) {
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}},
 			"exited with code 137 (OOMKilled): it used more than its memory limit 64Mi"},
 		{"evicted", corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: "low on memory"}, "Evicted: low on memory"},
+		{"terminal image missing", corev1.PodStatus{Phase: corev1.PodPending, InitContainerStatuses: []corev1.ContainerStatus{{Name: terminalInit, Image: "terminal:1",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImageNeverPull", Message: "not present"}}}}},
+			"image terminal:1 cannot be pulled: ErrImageNeverPull: not present; check the image name and tag, that the node can reach its registry, and image_pull_secrets for a private one (this container copies agentenv's terminal into the pod: terminal_image must hold"},
+		{"terminal install failed", corev1.PodStatus{Phase: corev1.PodFailed, InitContainerStatuses: []corev1.ContainerStatus{{Name: terminalInit,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error", Message: "unknown command install"}}}}},
+			"container agentenv-terminal-install exited with code 2 (Error); its output ends:\nunknown command install (this container copies agentenv's terminal"},
+		{"terminal installed", corev1.PodStatus{Phase: corev1.PodPending, InitContainerStatuses: []corev1.ContainerStatus{{Name: terminalInit,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "env", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}}, ""},
 		{"crash", corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "env",
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error", Message: "listen: bad port"}}}}},
 			"exited with code 2 (Error); its output ends:\nlisten: bad port"},
@@ -228,6 +243,186 @@ func TestLabelValue(t *testing.T) {
 		got := labelValue(v)
 		if got == v || !strings.HasPrefix(got, "h-") || len(got) > 63 || got != labelValue(v) {
 			t.Errorf("labelValue(%q) = %q", v, got)
+		}
+	}
+}
+
+// A terminal env's pod (a Harbor task): the task's image run unchanged
+// with agentenv's terminal copied in by an init container, as Docker runs
+// it (its user, a writable root, the runtime's capabilities), its storage
+// capped, and egress anywhere unless it asks for no internet.
+func TestBuildTerminalPod(t *testing.T) {
+	base := func() Config {
+		cfg := DefaultConfig().withDefaults()
+		cfg.TerminalImage = "registry.example/agentenv-terminal:1"
+		cfg.EgressCIDRs = []string{"10.1.0.0/16"}
+		cfg.Envs = map[string]EnvSettings{"own": {EgressCIDRs: []string{"10.9.0.0/16"}}}
+		return cfg
+	}
+	spec := func(env, workdir string, noInternet bool) sandbox.Spec {
+		return sandbox.Spec{Env: env, Image: "agentenv-harbor:0123456789ab", Port: 18765, CPU: 1, MemoryMB: 1024, StorageMB: 2048,
+			EnvVars:  map[string]string{envWorkdir: "/elsewhere", "TASK_VAR": "x"},
+			Terminal: &sandbox.Terminal{Workdir: workdir}, NoInternet: noInternet}
+	}
+	type want struct {
+		workdir  string // "" = none set: the image's WORKDIR
+		egress   []string
+		drop     []corev1.Capability
+		readOnly bool
+		nonRoot  bool
+		runAs    *int64
+		tmp      bool // an emptyDir on /tmp
+	}
+	uid := int64(1000)
+	yes, no := true, false
+	cases := []struct {
+		name string
+		cfg  func(Config) Config
+		spec sandbox.Spec
+		want want
+	}{
+		{"internet", func(c Config) Config { return c }, spec("task", "/app", false),
+			want{workdir: "/app", egress: []string{"10.1.0.0/16", "0.0.0.0/0", "::/0"}}},
+		{"no internet", func(c Config) Config { return c }, spec("task", "/app/", true),
+			want{workdir: "/app", drop: []corev1.Capability{"NET_RAW"}}},
+		{"no internet keeps the env's own egress", func(c Config) Config { return c }, spec("own", "", true),
+			want{egress: []string{"10.9.0.0/16"}, drop: []corev1.Capability{"NET_RAW"}}},
+		{"internet_cidrs narrowed", func(c Config) Config { c.InternetCIDRs = []string{"203.0.113.0/24"}; return c }, spec("task", "", false),
+			want{egress: []string{"10.1.0.0/16", "203.0.113.0/24"}}},
+		{"explicit settings win", func(c Config) Config {
+			c.RunAsNonRoot = &yes
+			c.RunAsUser = &uid
+			c.Envs = map[string]EnvSettings{"task": {WritableRoot: &no}}
+			return c
+		}, spec("task", "", false),
+			want{egress: []string{"10.1.0.0/16", "0.0.0.0/0", "::/0"}, readOnly: true, nonRoot: true, runAs: &uid, tmp: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := build(tc.cfg(base()), "envs", "agentenv", tc.spec, "k8s-0123")
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod, w := o.pod, tc.want
+			if len(pod.Spec.InitContainers) != 1 || len(pod.Spec.Containers) != 1 {
+				t.Fatalf("containers: %d init, %d", len(pod.Spec.InitContainers), len(pod.Spec.Containers))
+			}
+			ic, c := pod.Spec.InitContainers[0], pod.Spec.Containers[0]
+			if ic.Image != "registry.example/agentenv-terminal:1" || strings.Join(ic.Command, " ") != "/agentenv-terminal install /.agentenv/agentenv-terminal" {
+				t.Errorf("init container runs %s %v", ic.Image, ic.Command)
+			}
+			if len(ic.VolumeMounts) != 1 || ic.VolumeMounts[0].MountPath != "/.agentenv" || ic.VolumeMounts[0].ReadOnly {
+				t.Errorf("init container mounts %+v: want the binary's volume writable at /.agentenv", ic.VolumeMounts)
+			}
+			if isc := ic.SecurityContext; !*isc.ReadOnlyRootFilesystem || *isc.AllowPrivilegeEscalation || len(isc.Capabilities.Drop) != 1 {
+				t.Errorf("init container not locked down: %+v", isc)
+			}
+			if !equality.Semantic.DeepEqual(ic.Resources, c.Resources) {
+				t.Errorf("init container resources %v, env's %v: the init container must not ask for more", ic.Resources, c.Resources)
+			}
+			if c.Image != "agentenv-harbor:0123456789ab" || strings.Join(c.Command, " ") != "/.agentenv/agentenv-terminal" || c.Args != nil {
+				t.Errorf("env container runs %s %v %v: want the task's image running the injected terminal", c.Image, c.Command, c.Args)
+			}
+			mounts := map[string]corev1.VolumeMount{}
+			for _, m := range c.VolumeMounts {
+				mounts[m.MountPath] = m
+			}
+			if m, ok := mounts["/.agentenv"]; !ok || !m.ReadOnly {
+				t.Errorf("env container mounts %+v: want the terminal read-only at /.agentenv", c.VolumeMounts)
+			}
+			if _, ok := mounts["/tmp"]; ok != w.tmp {
+				t.Errorf("an emptyDir on /tmp: %v, want %v", ok, w.tmp)
+			}
+			vars := map[string][]string{}
+			for _, e := range c.Env {
+				vars[e.Name] = append(vars[e.Name], e.Value)
+			}
+			if c.WorkingDir != w.workdir {
+				t.Errorf("working dir %q, want %q", c.WorkingDir, w.workdir)
+			}
+			wantWD := []string(nil)
+			if w.workdir != "" {
+				wantWD = []string{w.workdir}
+			}
+			if strings.Join(vars[envWorkdir], ",") != strings.Join(wantWD, ",") || vars[sandbox.EnvPort][0] != "18765" || len(vars["TASK_VAR"]) != 1 {
+				t.Errorf("variables %v: want %s=%v (agentenv's, not the env's), the port and the task's own", vars, envWorkdir, wantWD)
+			}
+			sc, ps := c.SecurityContext, pod.Spec.SecurityContext
+			if *sc.ReadOnlyRootFilesystem != w.readOnly || *ps.RunAsNonRoot != w.nonRoot || !equality.Semantic.DeepEqual(ps.RunAsUser, w.runAs) {
+				t.Errorf("read-only root %v, runAsNonRoot %v, runAsUser %v; want %v, %v, %v", *sc.ReadOnlyRootFilesystem, *ps.RunAsNonRoot, ps.RunAsUser, w.readOnly, w.nonRoot, w.runAs)
+			}
+			if *sc.AllowPrivilegeEscalation || *sc.Privileged || !equality.Semantic.DeepEqual(sc.Capabilities.Drop, w.drop) {
+				t.Errorf("capabilities dropped %v (want %v), escalation %v, privileged %v", sc.Capabilities.Drop, w.drop, *sc.AllowPrivilegeEscalation, *sc.Privileged)
+			}
+			lim, req := c.Resources.Limits, c.Resources.Requests
+			if !lim.StorageEphemeral().Equal(resource.MustParse("2Gi")) || req.StorageEphemeral().Value() != int64(math.Ceil(0.1*float64(2048<<20))) {
+				t.Errorf("ephemeral storage: limit %v request %v, want 2Gi and a tenth", lim.StorageEphemeral(), req.StorageEphemeral())
+			}
+			var egress []string
+			for _, r := range o.policy.Spec.Egress {
+				for _, to := range r.To {
+					egress = append(egress, to.IPBlock.CIDR)
+				}
+			}
+			if strings.Join(egress, " ") != strings.Join(w.egress, " ") {
+				t.Errorf("egress to %v, want %v", egress, w.egress)
+			}
+		})
+	}
+}
+
+func TestBuildTerminalRefuses(t *testing.T) {
+	cfg := DefaultConfig().withDefaults()
+	spec := sandbox.Spec{Env: "task", Image: "task:1", Port: 18765, Terminal: &sandbox.Terminal{}}
+	_, err := build(cfg, "ns", "ns", spec, "k8s-1")
+	for _, want := range []string{"terminal_image is not set", "make build", "FROM scratch", "COPY agentenv-terminal /agentenv-terminal", "docs/kubernetes.md"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a terminal env without terminal_image: %v, want an error with %q", err, want)
+		}
+	}
+	cfg.TerminalImage = "terminal:1"
+	spec.Terminal.Workdir = "app"
+	if _, err := build(cfg, "ns", "ns", spec, "k8s-1"); err == nil || !strings.Contains(err.Error(), `workdir "app" is not an absolute path`) {
+		t.Errorf("a relative workdir: %v", err)
+	}
+	// An env of agentenv's own keeps its defaults whatever terminal_image is.
+	o, err := build(cfg, "ns", "ns", sandbox.Spec{Env: "e", Image: "e:1", Port: 80, StorageMB: 0}, "k8s-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := o.pod.Spec.Containers[0]
+	if len(o.pod.Spec.InitContainers) != 0 || c.Command != nil || !*c.SecurityContext.ReadOnlyRootFilesystem || !*o.pod.Spec.SecurityContext.RunAsNonRoot {
+		t.Errorf("a plain env changed: %+v", o.pod.Spec)
+	}
+	if _, ok := c.Resources.Limits[corev1.ResourceEphemeralStorage]; ok {
+		t.Errorf("no storage_mb, yet an ephemeral-storage limit: %v", c.Resources.Limits)
+	}
+}
+
+func TestWithRegistry(t *testing.T) {
+	for _, tc := range []struct{ registry, image, want string }{
+		{"", "agentenv-harbor:0123", "agentenv-harbor:0123"},
+		{"registry.example.com/agentenv/", "agentenv-harbor:0123", "registry.example.com/agentenv/agentenv-harbor:0123"},
+		{"registry.example.com", "python:3.12", "registry.example.com/python:3.12"},
+		{"registry.example.com", "library/python:3.12", "registry.example.com/library/python:3.12"},
+		{"registry.example.com", "ghcr.io/org/task:1", "ghcr.io/org/task:1"},
+		{"registry.example.com", "localhost/task:1", "localhost/task:1"},
+		{"registry.example.com", "host:5000/task:1", "host:5000/task:1"},
+	} {
+		if got := withRegistry(tc.registry, tc.image); got != tc.want {
+			t.Errorf("withRegistry(%q, %q) = %q, want %q", tc.registry, tc.image, got, tc.want)
+		}
+	}
+	cfg := DefaultConfig().withDefaults()
+	cfg.ImageRegistry = "registry.example.com/agentenv"
+	cfg.Envs = map[string]EnvSettings{"mapped": {Image: "elsewhere/own:1"}}
+	for env, want := range map[string]string{"task": "registry.example.com/agentenv/agentenv-harbor:0123", "mapped": "elsewhere/own:1"} {
+		o, err := build(cfg, "ns", "ns", sandbox.Spec{Env: env, Image: "agentenv-harbor:0123", Port: 80}, "k8s-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := o.pod.Spec.Containers[0].Image; got != want {
+			t.Errorf("env %s runs %s, want %s", env, got, want)
 		}
 	}
 }

@@ -54,6 +54,9 @@ type engine struct {
 	// builds bounds the image builds in flight (parallel_builds): each
 	// takes the engine's CPU and disk for minutes.
 	builds chan struct{}
+	// tagBuilds holds a turn per image tag (chan struct{}, one slot), so a
+	// tag is built once however many envs name it.
+	tagBuilds sync.Map
 
 	mu      sync.Mutex
 	cli     *client.Client

@@ -97,6 +97,13 @@ func (p *Plugin) prepareDocker(ctx context.Context, spec sandbox.Spec) error {
 		}
 		return err
 	}
+	// One build per tag: envs that share a build context (a Harbor
+	// dataset's tasks often do) wait for the first one's build.
+	releaseTag, err := eng.tagTurn(ctx, spec.Image)
+	if err != nil {
+		return fmt.Errorf("sandbox-local: env %q: image %s: waiting for another env's build of it: %w", spec.Env, spec.Image, err)
+	}
+	defer releaseTag()
 	release, err := eng.buildTurn(ctx, p.log, spec)
 	if err != nil {
 		return fmt.Errorf("sandbox-local: env %q: image %s: %w", spec.Env, spec.Image, err)
@@ -133,6 +140,18 @@ func (p *Plugin) prepareDocker(ctx context.Context, spec sandbox.Spec) error {
 	}
 	p.log.Info("image ready", "env", spec.Env, "image", spec.Image, "took", time.Since(start).String())
 	return nil
+}
+
+// tagTurn waits until no other env builds tag; release it when done.
+func (e *engine) tagTurn(ctx context.Context, tag string) (release func(), _ error) {
+	v, _ := e.tagBuilds.LoadOrStore(tag, make(chan struct{}, 1))
+	turn := v.(chan struct{})
+	select {
+	case turn <- struct{}{}:
+		return func() { <-turn }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // buildTurn waits for one of the parallel_builds turns to build an image,

@@ -498,3 +498,32 @@ func TestDockerParallelBuilds(t *testing.T) {
 		t.Errorf("the log does not say that builds waited:\n%s", log)
 	}
 }
+
+// Envs naming one tag (a Harbor dataset's tasks with one build context)
+// build it once, even with build turns to spare.
+func TestDockerOneBuildPerTag(t *testing.T) {
+	cli := dockertest.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var logBuf lockedLog
+	p := newDockerPlugin(t, map[string]any{"parallel_builds": 4})
+	p.SetLogger(hclog.New(&hclog.LoggerOptions{Output: &logBuf, Level: hclog.Info}))
+	first := dockerSpec(t, cli, `RUN ["/dockerenv", "sleep", "1"]`)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		spec := first
+		spec.Env = fmt.Sprintf("task%d", i)
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = p.Prepare(ctx, spec) }()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Prepare task%d: %v", i, err)
+		}
+	}
+	if n := strings.Count(logBuf.String(), "building image"); n != 1 {
+		t.Errorf("%d builds of one tag, want 1:\n%s", n, logBuf.String())
+	}
+}

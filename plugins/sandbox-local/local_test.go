@@ -474,8 +474,8 @@ func TestConfigure(t *testing.T) {
 		{`{"subnet_base":"10.0.0.0/8","subnet_size":29}`, `more than 1048576 networks`},
 		{`[1]`, `sandbox-local config`},
 		{`{"parallel_builds":0}`, `parallel_builds 0: give the most image builds to run at once`},
-		{`{"terminal_binary":"/no/such/agentenv-terminal"}`, `terminal_binary: terminal binary /no/such/agentenv-terminal: lstat`},
-		{`{"terminal_binary":"/bin/sh"}`, `is linked dynamically, so it cannot run in images without its libc: build it with CGO_ENABLED=0`},
+		{`{"terminal_binary":"/no/such/agentenv-terminal"}`, `terminal_binary: terminal binary /no/such/agentenv-terminal: stat /no/such/agentenv-terminal: no such file or directory; build it with`},
+		{`{"terminal_binary":"/bin/sh"}`, `terminal binary /bin/sh is dynamically linked (it needs a loader the container may lack); build it with`},
 		{`{"terminal_binary":"testdata/dockerenv/main.go"}`, `is not an executable file`},
 	}
 	for _, tc := range tests {

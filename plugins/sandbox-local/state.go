@@ -60,7 +60,7 @@ func statePath(dir, id string) string { return filepath.Join(dir, id+stateExt) }
 // writeState writes st's file atomically (temp file + rename, 0600), so a
 // reader never sees half a file.
 func writeState(dir string, st *state) error {
-	data, err := json.MarshalIndent(st, "", "  ")
+	data, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}

@@ -42,9 +42,13 @@ func (Plugin) Info() sdk.Info {
 // Parse reads the tool calls in a reply. The tools are not consulted:
 // like vLLM, hermes neither checks names against them nor validates
 // arguments (a Hermes call carries its own JSON types).
-func (Plugin) Parse(_ context.Context, text string, _ []toolformat.Tool) (toolformat.Parsed, error) {
+// A step that ends (ctx) stops the reading, with ctx's error.
+func (Plugin) Parse(ctx context.Context, text string, _ []toolformat.Tool) (toolformat.Parsed, error) {
 	r := toolformat.SplitReply(text)
-	out := parse(r.Content)
+	out, err := parse(ctx, r.Content)
+	if err != nil {
+		return toolformat.Parsed{}, err
+	}
 	if lost := unreadBefore(r.Before); len(lost) > 0 {
 		out.Unparsed = append(lost, out.Unparsed...)
 	}

@@ -2,6 +2,7 @@ package hermes
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,16 +51,26 @@ func blocks(text string, fn func(block)) {
 	}
 }
 
-// parse reads the content of a reply (toolformat.SplitReply).
-func parse(text string) toolformat.Parsed {
+// parse reads the content of a reply (toolformat.SplitReply). Its error
+// is ctx's: a step that ended stops the reading (looked at every few
+// hundred blocks).
+func parse(ctx context.Context, text string) (toolformat.Parsed, error) {
 	first := strings.Index(text, openTag)
 	if first < 0 {
-		return toolformat.Parsed{Content: text}
+		return toolformat.Parsed{Content: text}, nil
 	}
 	// Like vLLM, content is the text before the first call; text between
 	// and after calls is dropped.
 	out := toolformat.Parsed{Content: text[:first]}
+	var err error
+	n := 0
 	blocks(text, func(b block) {
+		if n++; n%256 == 0 && err == nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			return
+		}
 		call, reason := readCall(b.body, b.closed)
 		if reason == "" {
 			out.Calls = append(out.Calls, call)
@@ -67,7 +78,10 @@ func parse(text string) toolformat.Parsed {
 			out.Unparsed = append(out.Unparsed, toolformat.Unparsed{Text: text[b.start:b.end], Reason: reason})
 		}
 	})
-	return out
+	if err != nil {
+		return toolformat.Parsed{}, fmt.Errorf("reading the reply: %w", err)
+	}
+	return out, nil
 }
 
 // unreadBefore reports each block in the text before <think>, which vLLM

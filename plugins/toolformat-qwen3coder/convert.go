@@ -2,6 +2,7 @@ package qwen3coder
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -128,15 +129,45 @@ func classify(t string) typeClass {
 // value, the same value comes back. Where vLLM cannot read it as its type
 // (it passes the raw text on, turns a non-boolean into false, writes
 // arguments that are not JSON, or fails the whole reply), reason says why
-// and the call is returned unparsed.
-func convert(name, value string, idx schemaIndex) (json.RawMessage, string) {
+// and the call is returned unparsed. err is the step's end (ctx), which
+// stops a long literal's reading.
+func convert(ctx context.Context, name, value string, idx schemaIndex) (out json.RawMessage, reason string, err error) {
 	if strings.EqualFold(value, "null") {
-		return json.RawMessage("null"), ""
+		return json.RawMessage("null"), "", nil
 	}
 	class, ok := idx[name]
 	if !ok || class == classString {
-		return jsonString(value), ""
+		return jsonString(value), "", nil
 	}
+	switch class {
+	case classContainer:
+		return convertContainer(ctx, name, value)
+	case classInteger, classNumber, classBoolean:
+		out, reason = convertScalar(name, value, class)
+		return out, reason, nil
+	case classAnyOf:
+		// JSON first, as for an object; what is neither JSON nor a
+		// literal stays the text.
+		if v, reason, isJSON := pyJSON(name, value); isJSON {
+			return v, reason, nil
+		}
+	}
+	// A Python literal if it is one, else the raw text.
+	out, err = literalJSON(ctx, value)
+	var notJSON *notJSONError
+	switch {
+	case errors.As(err, &notJSON):
+		return nil, fmt.Sprintf("parameter '%s' holds %v", name, err), nil
+	case errors.Is(err, errLiteral):
+		return jsonString(value), "", nil
+	case err != nil:
+		return nil, "", err
+	}
+	return out, "", nil
+}
+
+// convertScalar types an integer, number or boolean value.
+func convertScalar(name, value string, class typeClass) (json.RawMessage, string) {
 	// The Qwen3-Coder template renders a null argument as None; vLLM reads
 	// it back as null only through a Python literal (object, array, anyOf
 	// and other types).
@@ -172,25 +203,8 @@ func convert(name, value string, idx schemaIndex) (json.RawMessage, string) {
 			return json.RawMessage("false"), ""
 		}
 		return nil, fmt.Sprintf("parameter '%s' is not a boolean (write true or false): %s%s", name, quoteValue(value), none)
-	case classContainer:
-		return convertContainer(name, value)
-	case classAnyOf:
-		// JSON first, as for an object; what is neither JSON nor a
-		// literal stays the text.
-		if v, reason, isJSON := pyJSON(name, value); isJSON {
-			return v, reason
-		}
 	}
-	// A Python literal if it is one, else the raw text.
-	v, err := literalEval(value)
-	if err != nil {
-		return jsonString(value), ""
-	}
-	out, err := appendPyJSON(nil, v)
-	if err != nil {
-		return nil, fmt.Sprintf("parameter '%s' holds %v", name, err)
-	}
-	return out, ""
+	panic("convertScalar: not a scalar class")
 }
 
 // longInteger reports whether value is an integer that int() refuses only
@@ -228,23 +242,24 @@ func pyJSON(name, value string) (out json.RawMessage, reason string, isJSON bool
 
 // convertContainer reads an object or array value: JSON first, then a
 // Python literal ({'a': True}), as vLLM does.
-func convertContainer(name, value string) (json.RawMessage, string) {
+func convertContainer(ctx context.Context, name, value string) (json.RawMessage, string, error) {
 	if v, reason, isJSON := pyJSON(name, value); isJSON {
-		return v, reason
+		return v, reason, nil
 	}
-	v, err := literalEval(value)
-	if err != nil {
+	out, err := literalJSON(ctx, value)
+	var notJSON *notJSONError
+	switch {
+	case errors.As(err, &notJSON):
+		return nil, fmt.Sprintf("parameter '%s' holds %v", name, err), nil
+	case errors.Is(err, errLiteral):
 		if digits, long := longJSONInteger(value); long {
-			return nil, fmt.Sprintf("parameter '%s' holds an integer of %d digits, more than the %d that Python reads", name, digits, jsonscan.MaxIntDigits)
+			return nil, fmt.Sprintf("parameter '%s' holds an integer of %d digits, more than the %d that Python reads", name, digits, jsonscan.MaxIntDigits), nil
 		}
-		var check json.RawMessage
-		return nil, fmt.Sprintf("parameter '%s' is not valid JSON: %s", name, jsonProblem(value, json.Unmarshal([]byte(value), &check)))
+		return nil, fmt.Sprintf("parameter '%s' is not valid JSON: %s", name, jsonProblem(value, json.Unmarshal([]byte(value), new(json.RawMessage)))), nil
+	case err != nil:
+		return nil, "", err
 	}
-	out, err := appendPyJSON(nil, v)
-	if err != nil {
-		return nil, fmt.Sprintf("parameter '%s' holds %v", name, err)
-	}
-	return out, ""
+	return out, "", nil
 }
 
 // longJSONInteger reports an integer past the digit limit in JSON text.

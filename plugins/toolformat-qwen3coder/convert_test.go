@@ -1,7 +1,9 @@
 package qwen3coder
 
 import (
+	"context"
 	"encoding/json"
+	"math/big"
 	"reflect"
 	"strings"
 	"testing"
@@ -84,10 +86,19 @@ func TestConvert(t *testing.T) {
 		{"x", `1e400`, ``, "parameter 'x' holds a NaN or infinite number, which JSON cannot carry"},
 		{"x", long, `"` + long + `"`, ""},
 		{"x", `'<b>'`, `"<b>"`, ""},
+		// Written as read: tuples, duplicate keys, values overwritten.
+		{"c", `[1, (2, (3,)), ()]`, `[1,[2,[3]],[]]`, ""},
+		{"x", `1, 'a',`, `[1,"a"]`, ""},
+		{"c", `{1: set(), True: 2, 1.0: 3, 'a': [1,], 'b': {}}`, `{"1":3,"a":[1],"b":{}}`, ""},
+		{"c", `{'a': {'b': 1, 'b': 2}, 'c': [{1: 0}, {2: {3}}]}`, ``, "parameter 'c' holds a Python set, which JSON cannot carry"},
+		{"c", `{'a': {'b': 1, 'b': 2}, 'c': -0x10}`, `{"a":{"b":2},"c":-16}`, ""},
+		{"c", `[{(1,): 2}]`, ``, "parameter 'c' holds a dict key of type tuple, which JSON cannot carry"},
+		{"c", `{0x` + strings.Repeat("f", 4000) + `: 1}`, ``, "parameter 'c' holds an integer of more than 4300 digits, which JSON cannot carry"},
+		{"c", `[-0x` + strings.Repeat("f", 3571) + `]`, `[-` + hexDecimal(strings.Repeat("f", 3571)) + `]`, ""},
 	}
 	for _, tc := range tests {
-		got, reason := convert(tc.param, tc.value, idx)
-		if string(got) != tc.want || reason != tc.reason {
+		got, reason, err := convert(context.Background(), tc.param, tc.value, idx)
+		if string(got) != tc.want || reason != tc.reason || err != nil {
 			t.Errorf("convert(%s, %q) = %s, %q; want %s, %q", tc.param, tc.value, got, reason, tc.want, tc.reason)
 		}
 	}
@@ -102,4 +113,9 @@ func TestPyFloatRepr(t *testing.T) {
 			t.Errorf("pyFloatRepr(%v) = %s, want %s", f, got, want)
 		}
 	}
+}
+
+func hexDecimal(h string) string {
+	n, _ := new(big.Int).SetString(h, 16)
+	return n.String()
 }

@@ -1,6 +1,7 @@
 package qwen3coder
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -95,8 +96,8 @@ func FuzzConvert(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, value string) {
 		for _, name := range types {
-			out, reason := convert(name, value, idx)
-			if (reason == "") == (out == nil) || (out != nil && !json.Valid(out)) {
+			out, reason, err := convert(context.Background(), name, value, idx)
+			if err != nil || (reason == "") == (out == nil) || (out != nil && !json.Valid(out)) {
 				t.Fatalf("convert(%s, %q) = %s, %q", name, value, out, reason)
 			}
 		}

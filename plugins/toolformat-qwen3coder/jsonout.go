@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/big"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -16,14 +15,14 @@ type notJSONError struct{ what string }
 
 func (e *notJSONError) Error() string { return e.what + ", which JSON cannot carry" }
 
-// appendPyJSON writes v as json.dumps would, as valid JSON.
-func appendPyJSON(b []byte, v pyValue) ([]byte, error) {
-	switch v.kind {
+// appendScalar writes a scalar as json.dumps would, as valid JSON.
+func appendScalar(b []byte, v node) ([]byte, error) {
+	switch v.typ {
 	case pyStr:
 		return appendJSONString(b, v.str), nil
 	case pyInteger:
-		if tooManyDigits(strings.TrimPrefix(v.str, "-")) {
-			return nil, &notJSONError{fmt.Sprintf("an integer of more than %d digits", maxIntDigits)}
+		if v.huge {
+			return b, &notJSONError{fmt.Sprintf("an integer of more than %d digits", maxIntDigits)}
 		}
 		return append(b, v.str...), nil
 	case pyBool:
@@ -32,70 +31,97 @@ func appendPyJSON(b []byte, v pyValue) ([]byte, error) {
 		return append(b, "null"...), nil
 	case pyFloatKind:
 		if math.IsNaN(v.float) || math.IsInf(v.float, 0) {
-			return nil, &notJSONError{"a NaN or infinite number"}
+			return b, &notJSONError{"a NaN or infinite number"}
 		}
 		return append(b, pyFloatRepr(v.float)...), nil
-	case pyList, pyTuple:
-		b = append(b, '[')
-		for i, item := range v.items {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = appendPyJSON(b, item); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, ']'), nil
-	case pyDict:
-		return appendPyDict(b, v)
 	}
-	return nil, &notJSONError{"a Python " + v.kind.String()}
+	return b, &notJSONError{"a Python " + v.typ.String()}
 }
 
-// appendPyDict writes a dict: keys become strings as json.dumps makes
-// them, and keys Python considers equal (1, 1.0, True) are one entry that
-// keeps the first key and the last value.
-func appendPyDict(b []byte, v pyValue) ([]byte, error) {
-	type entry struct {
-		key string
-		val pyValue
+// dictWriter is a dict being written. Its entries go to the output as
+// they are read; keys Python considers equal (1, 1.0, True) are one entry
+// that keeps the first key and the last value, so a repeated key makes
+// the dict be written again from its entries at its end.
+type dictWriter struct {
+	base    int // where the dict's JSON starts in the output
+	entries []dictEntry
+	index   map[string]int // key identity -> entry
+	rewrite bool
+	keyBad  error // the first key JSON cannot carry
+}
+
+type dictEntry struct {
+	key        string // as json.dumps writes it
+	start, end int    // the value's JSON in the output
+	bad        error
+}
+
+// dictEntry reads the value of key k and writes the entry.
+func (p *litParser) dictEntry(d *dictWriter, k node) error {
+	id, text, err := dictKey(k)
+	if err != nil && d.keyBad == nil {
+		d.keyBad = err
 	}
-	var entries []entry
-	index := map[string]int{}
-	for i, k := range v.keys {
-		id, text, err := dictKey(k)
-		if err != nil {
-			return nil, err
-		}
-		if j, ok := index[id]; ok && id != "" {
-			entries[j].val = v.items[i]
-			continue
-		}
-		if id != "" {
-			index[id] = len(entries)
-		}
-		entries = append(entries, entry{text, v.items[i]})
+	if len(d.entries) == 0 {
+		p.out = append(p.out, '{')
+	} else {
+		p.out = append(p.out, ',')
 	}
-	b = append(b, '{')
-	for i, e := range entries {
-		if i > 0 {
-			b = append(b, ',')
+	p.out = append(appendJSONString(p.out, text), ':')
+	start := len(p.out)
+	v, err := p.expr()
+	if err != nil {
+		return err
+	}
+	bad := p.place(v)
+	e := dictEntry{key: text, start: start, end: len(p.out), bad: bad}
+	if j, ok := d.index[id]; ok && id != "" {
+		d.entries[j].start, d.entries[j].end, d.entries[j].bad = e.start, e.end, e.bad
+		d.rewrite = true
+		return nil
+	}
+	if id != "" {
+		d.index[id] = len(d.entries)
+	}
+	d.entries = append(d.entries, e)
+	return nil
+}
+
+// endDict closes the dict and returns why it cannot be written, if so.
+func (p *litParser) endDict(d *dictWriter) error {
+	if d.rewrite {
+		size := 2
+		for _, e := range d.entries {
+			size += len(e.key) + 4 + e.end - e.start
 		}
-		b = appendJSONString(b, e.key)
-		b = append(b, ':')
-		var err error
-		if b, err = appendPyJSON(b, e.val); err != nil {
-			return nil, err
+		b := make([]byte, 0, size)
+		for i, e := range d.entries {
+			if i == 0 {
+				b = append(b, '{')
+			} else {
+				b = append(b, ',')
+			}
+			b = append(appendJSONString(b, e.key), ':')
+			b = append(b, p.out[e.start:e.end]...)
+		}
+		p.out = append(p.out[:d.base], b...)
+	}
+	p.out = append(p.out, '}')
+	if d.keyBad != nil {
+		return d.keyBad
+	}
+	for _, e := range d.entries {
+		if e.bad != nil {
+			return e.bad
 		}
 	}
-	return append(b, '}'), nil
+	return nil
 }
 
 // dictKey returns a key's identity under Python equality ("" for NaN,
 // which equals nothing) and the string json.dumps writes for it.
-func dictKey(k pyValue) (id, text string, err error) {
-	switch k.kind {
+func dictKey(k node) (id, text string, err error) {
+	switch k.typ {
 	case pyStr:
 		return "s" + k.str, k.str, nil
 	case pyNone:
@@ -106,6 +132,9 @@ func dictKey(k pyValue) (id, text string, err error) {
 		}
 		return "i0", "false", nil
 	case pyInteger:
+		if k.huge {
+			return "", "", &notJSONError{fmt.Sprintf("an integer of more than %d digits", maxIntDigits)}
+		}
 		return "i" + k.str, k.str, nil
 	case pyFloatKind:
 		f := k.float
@@ -122,7 +151,7 @@ func dictKey(k pyValue) (id, text string, err error) {
 		}
 		return "f" + pyFloatRepr(f), pyFloatRepr(f), nil
 	}
-	return "", "", &notJSONError{fmt.Sprintf("a dict key of type %s", k.kind)}
+	return "", "", &notJSONError{fmt.Sprintf("a dict key of type %s", k.typ)}
 }
 
 // appendJSONString writes s as a JSON string without HTML escaping, so

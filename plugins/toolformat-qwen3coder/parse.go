@@ -1,6 +1,7 @@
 package qwen3coder
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -41,12 +42,13 @@ func unreadBefore(before string) []toolformat.Unparsed {
 	return r.out.Unparsed
 }
 
-// parse reads the content of a reply (toolformat.SplitReply).
-func parse(text string, tools []toolformat.Tool) toolformat.Parsed {
+// parse reads the content of a reply (toolformat.SplitReply). Its error
+// is ctx's: a step that ended (cancelled, out of time) stops the reading.
+func parse(ctx context.Context, text string, tools []toolformat.Tool) (toolformat.Parsed, error) {
 	firstBlock := strings.Index(text, blockOpen)
 	firstFunc := strings.Index(text, funcOpen)
 	if firstBlock < 0 && firstFunc < 0 {
-		return toolformat.Parsed{Content: text}
+		return toolformat.Parsed{Content: text}, nil
 	}
 	// Content is the text before the first <tool_call>, or before the
 	// first <function= when there is no <tool_call>; text after is dropped.
@@ -55,15 +57,19 @@ func parse(text string, tools []toolformat.Tool) toolformat.Parsed {
 		contentEnd = firstFunc
 	}
 	r := newReader(text, tools, text[:contentEnd])
+	r.ctx = ctx
 	blocks := findBlocks(text)
 	if len(blocks) == 0 {
 		// vLLM's fallback: with no <tool_call> at all, the whole reply is
 		// one block, so a bare <function=...> is still a call.
 		r.readFunctions(span{0, len(text)})
-		return r.out
+		return r.out, r.err
 	}
 	prevEnd := 0
 	for _, b := range blocks {
+		if r.stopped() {
+			return toolformat.Parsed{}, r.err
+		}
 		r.strayFunctions(span{prevEnd, b.raw.start}, strayReason)
 		if !r.readFunctions(b.body) {
 			reason := "the <tool_call> holds no <function=NAME>: write <tool_call>\n<function=NAME>\n<parameter=P>\nvalue\n</parameter>\n</function>\n</tool_call>"
@@ -75,7 +81,10 @@ func parse(text string, tools []toolformat.Tool) toolformat.Parsed {
 		prevEnd = b.raw.end
 	}
 	r.strayFunctions(span{prevEnd, len(text)}, strayReason)
-	return r.out
+	if r.err != nil {
+		return toolformat.Parsed{}, r.err
+	}
+	return r.out, nil
 }
 
 // findBlocks finds blocks as `<tool_call>(.*?)</tool_call>|<tool_call>(.*?)$`
@@ -114,6 +123,25 @@ type reader struct {
 	// Cached searches: the scan only moves forward, so each finder reads
 	// the reply once and a hostile reply cannot make parsing quadratic.
 	funcOpen, funcClose, paramOpen, paramClose finder
+
+	ctx   context.Context // nil: never stopped
+	err   error           // ctx's error once it stopped the reading
+	steps int
+}
+
+// stopped reports whether the step ended; it looks at ctx every few
+// hundred calls (a flood of tiny blocks calls it for each).
+func (r *reader) stopped() bool {
+	if r.err != nil {
+		return true
+	}
+	if r.steps++; r.ctx == nil || r.steps%256 != 0 {
+		return false
+	}
+	if err := r.ctx.Err(); err != nil {
+		r.err = fmt.Errorf("reading the reply: %w", err)
+	}
+	return r.err != nil
 }
 
 func newReader(text string, tools []toolformat.Tool, content string) *reader {
@@ -161,7 +189,7 @@ const strayReason = "this <function=...> is outside <tool_call></tool_call> and 
 func (r *reader) strayFunctions(gap span, reason string) {
 	for pos := gap.start; ; {
 		start := r.funcOpen.next(pos, gap.end)
-		if start < 0 {
+		if start < 0 || r.stopped() {
 			return
 		}
 		// It runs to its </function>, or up to the next <function= when
@@ -185,7 +213,7 @@ func (r *reader) readFunctions(body span) bool {
 	found := false
 	for pos := body.start; ; {
 		start := r.funcOpen.next(pos, body.end)
-		if start < 0 {
+		if start < 0 || r.stopped() {
 			return found
 		}
 		found = true
@@ -261,7 +289,11 @@ func (r *reader) readFunction(start int, inner span, end int) int {
 		value := r.text[p.value.start:p.value.end]
 		value = strings.TrimPrefix(value, "\n")
 		value = strings.TrimSuffix(value, "\n")
-		v, reason := convert(pname, value, idx)
+		v, reason, err := convert(r.ctx, pname, value, idx)
+		if err != nil {
+			r.err = err
+			return end
+		}
 		if reason != "" {
 			problems = append(problems, reason)
 			continue

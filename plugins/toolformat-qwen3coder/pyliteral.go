@@ -1,9 +1,12 @@
 package qwen3coder
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -31,16 +34,6 @@ var pyKindNames = [...]string{"str", "bytes", "int", "float", "complex", "bool",
 
 func (k pyKind) String() string { return pyKindNames[k] }
 
-// pyValue is a value ast.literal_eval can produce.
-type pyValue struct {
-	kind  pyKind
-	str   string  // pyStr, pyBytes; pyInteger as decimal digits
-	float float64 // pyFloatKind
-	truth bool    // pyBool
-	items []pyValue
-	keys  []pyValue // pyDict: keys[i] maps to items[i]
-}
-
 // nodeKind is the shape of the expression a value came from; literal_eval
 // accepts a sign only on a number constant and a binary +/- only as
 // real±imaginary, so the shape matters, not just the value.
@@ -53,9 +46,19 @@ const (
 	nodeOther
 )
 
+// node is one value read. A scalar carries its value and is written out
+// by place; a container has already written its JSON to the parser's
+// output, so a literal costs its JSON text, never a value per element.
 type node struct {
-	kind nodeKind
-	val  pyValue
+	kind  nodeKind
+	typ   pyKind
+	str   string  // pyStr; pyInteger as decimal digits ("" when huge)
+	float float64 // pyFloatKind
+	truth bool    // pyBool
+	huge  bool    // pyInteger with more decimal digits than Python writes
+	// bad is why a container's JSON cannot be written (the first value
+	// JSON cannot carry, in output order); its output is then garbage.
+	bad error
 }
 
 // maxNesting is CPython's tokenizer limit on open brackets (MAXLEVEL).
@@ -63,37 +66,78 @@ const maxNesting = 200
 
 var errLiteral = errors.New("not a Python literal")
 
-// literalEval is Python's ast.literal_eval on a string: the source, with
-// leading spaces and tabs removed, parsed as one expression made of
-// constants, containers, set(), a sign on a number, and real±imaginary.
+// errSet is the error of every set (a flood of them costs no memory).
+var errSet = &notJSONError{"a Python set"}
+
+// literalJSON is Python's ast.literal_eval on a string, then json.dumps
+// of the value: the source, with leading spaces and tabs removed, parsed
+// as one expression made of constants, containers, set(), a sign on a
+// number, and real±imaginary, written as JSON. The error wraps
+// errLiteral when src is not a literal, and is a *notJSONError when the
+// literal holds a value JSON cannot carry. The value is written as it is
+// read, so the cost is its JSON text, whatever its count of values;
+// every value read checks ctx now and then, so a cancelled step stops it.
 // Unsupported on purpose: \N{...} escapes (Go has no Unicode name table);
 // such a literal fails to read, where Python would read it.
-func literalEval(src string) (pyValue, error) {
+func literalJSON(ctx context.Context, src string) ([]byte, error) {
 	s := strings.TrimLeft(src, " \t")
 	if strings.IndexByte(s, 0) >= 0 {
-		return pyValue{}, fmt.Errorf("%w: source contains a NUL byte", errLiteral)
+		return nil, fmt.Errorf("%w: source contains a NUL byte", errLiteral)
 	}
 	// Python reads source with universal newlines.
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	s = strings.ReplaceAll(s, "\r", "\n")
-	p := &litParser{s: s}
+	if strings.IndexByte(s, '\r') >= 0 {
+		s = strings.ReplaceAll(s, "\r\n", "\n")
+		s = strings.ReplaceAll(s, "\r", "\n")
+	}
+	p := &litParser{s: s, ctx: ctx, out: make([]byte, 0, len(s)+16)}
 	if err := p.skipBlankLines(); err != nil {
-		return pyValue{}, err
+		return nil, err
 	}
 	n, err := p.exprList(true)
 	if err != nil {
-		return pyValue{}, err
+		return nil, err
 	}
 	if err := p.skipTrailing(); err != nil {
-		return pyValue{}, err
+		return nil, err
 	}
-	return n.val, nil
+	if err := p.place(n); err != nil {
+		return nil, err
+	}
+	return p.out, nil
 }
 
 type litParser struct {
 	s    string
 	i    int
 	nest int
+	out  []byte // the JSON of the containers read so far
+	ctx  context.Context
+	read int // values read, for checking ctx every so often
+}
+
+// checkEvery is how many values are read between looks at ctx.
+const checkEvery = 1 << 14
+
+// tick counts a value and, every checkEvery of them, fails the parse if
+// its step was cancelled or ran out of time.
+func (p *litParser) tick() error {
+	if p.read++; p.read%checkEvery == 0 && p.ctx != nil {
+		if err := p.ctx.Err(); err != nil {
+			return fmt.Errorf("reading a Python literal: %w", err)
+		}
+	}
+	return nil
+}
+
+// place writes n's JSON to the output (a container's is already there)
+// and returns why it cannot be written, if it cannot.
+func (p *litParser) place(n node) error {
+	if n.typ >= pyList {
+		return n.bad
+	}
+	var err error
+	p.out, err = appendScalar(p.out, n)
+	return err
 }
 
 func (p *litParser) errorf(format string, args ...any) error {
@@ -182,6 +226,7 @@ func (p *litParser) skipTrailing() error {
 // exprList reads `expr (, expr)* [,]`: a bare tuple when there is a comma.
 // At the top level it ends at the end of the line, in parentheses at ')'.
 func (p *litParser) exprList(top bool) (node, error) {
+	mark := len(p.out)
 	first, err := p.expr()
 	if err != nil {
 		return node{}, err
@@ -190,21 +235,27 @@ func (p *litParser) exprList(top bool) (node, error) {
 	if p.peek() != ',' {
 		return first, nil
 	}
-	items := []pyValue{first.val}
+	// A tuple: written as a list, the first item behind its bracket.
+	bad := p.place(first)
+	p.out = slices.Insert(p.out, mark, '[')
 	for p.peek() == ',' {
 		p.i++
 		p.space()
 		if c := p.peek(); c == 0 || (top && c == '\n') || (!top && c == ')') {
 			break
 		}
+		p.out = append(p.out, ',')
 		n, err := p.expr()
 		if err != nil {
 			return node{}, err
 		}
-		items = append(items, n.val)
+		if err := p.place(n); bad == nil {
+			bad = err
+		}
 		p.space()
 	}
-	return node{kind: nodeOther, val: pyValue{kind: pyTuple, items: items}}, nil
+	p.out = append(p.out, ']')
+	return node{kind: nodeOther, typ: pyTuple, bad: bad}, nil
 }
 
 // expr reads a unary expression and at most one binary + or -, then checks
@@ -228,15 +279,15 @@ func (p *litParser) expr() (node, error) {
 	// literal_eval: left is a (signed) int or float, right an imaginary
 	// constant; anything else is a malformed node.
 	leftOK := (left.kind == nodeConst || left.kind == nodeUnary) &&
-		(left.val.kind == pyInteger || left.val.kind == pyFloatKind)
-	if !leftOK || right.kind != nodeConst || right.val.kind != pyComplex {
+		(left.typ == pyInteger || left.typ == pyFloatKind)
+	if !leftOK || right.kind != nodeConst || right.typ != pyComplex {
 		return node{}, p.errorf("only real+imaginary arithmetic is a literal")
 	}
 	p.space()
 	if c := p.peek(); c == '+' || c == '-' {
 		return node{}, p.errorf("only one + or - is allowed")
 	}
-	return node{kind: nodeBinary, val: pyValue{kind: pyComplex}}, nil
+	return node{kind: nodeBinary, typ: pyComplex}, nil
 }
 
 // unary reads an atom with at most one sign; literal_eval allows a sign
@@ -252,14 +303,14 @@ func (p *litParser) unary() (node, error) {
 	if err != nil {
 		return node{}, err
 	}
-	v := operand.val
-	if operand.kind != nodeConst || (v.kind != pyInteger && v.kind != pyFloatKind && v.kind != pyComplex) {
+	v := operand
+	if v.kind != nodeConst || (v.typ != pyInteger && v.typ != pyFloatKind && v.typ != pyComplex) {
 		return node{}, p.errorf("a sign applies only to a number")
 	}
 	if c == '-' {
-		switch v.kind {
+		switch v.typ {
 		case pyInteger:
-			if v.str != "0" {
+			if v.str != "0" && !v.huge {
 				if strings.HasPrefix(v.str, "-") {
 					v.str = v.str[1:]
 				} else {
@@ -270,10 +321,14 @@ func (p *litParser) unary() (node, error) {
 			v.float = -v.float
 		}
 	}
-	return node{kind: nodeUnary, val: v}, nil
+	v.kind = nodeUnary
+	return v, nil
 }
 
 func (p *litParser) atom() (node, error) {
+	if err := p.tick(); err != nil {
+		return node{}, err
+	}
 	c := p.peek()
 	switch {
 	case c == 0:
@@ -286,7 +341,7 @@ func (p *litParser) atom() (node, error) {
 		return p.number()
 	case c == '.' && strings.HasPrefix(p.s[p.i:], "..."):
 		p.i += 3
-		return node{kind: nodeConst, val: pyValue{kind: pyEllipsis}}, nil
+		return node{kind: nodeConst, typ: pyEllipsis}, nil
 	case isNameStart(c):
 		return p.name()
 	}
@@ -308,9 +363,9 @@ func (p *litParser) name() (node, error) {
 	}
 	switch word {
 	case "True", "False":
-		return node{kind: nodeConst, val: pyValue{kind: pyBool, truth: word == "True"}}, nil
+		return node{kind: nodeConst, typ: pyBool, truth: word == "True"}, nil
 	case "None":
-		return node{kind: nodeConst, val: pyValue{kind: pyNone}}, nil
+		return node{kind: nodeConst, typ: pyNone}, nil
 	case "set": // set() is the only call literal_eval allows
 		p.space()
 		if p.peek() == '(' {
@@ -320,7 +375,7 @@ func (p *litParser) name() (node, error) {
 			if p.peek() == ')' {
 				p.i++
 				p.nest--
-				return node{kind: nodeOther, val: pyValue{kind: pySet}}, nil
+				return node{kind: nodeOther, typ: pySet, bad: errSet}, nil
 			}
 		}
 	}
@@ -355,7 +410,7 @@ func (p *litParser) number() (node, error) {
 		return true
 	}
 	dec := func(c byte) bool { return c >= '0' && c <= '9' }
-	var val pyValue
+	var val node
 	if base, ok := basePrefix(p.s[p.i:]); ok {
 		p.i += 2
 		if p.peek() == '_' {
@@ -364,8 +419,7 @@ func (p *litParser) number() (node, error) {
 		if !digits(func(c byte) bool { return digitOf(c) < base }) {
 			return node{}, p.errorf("invalid base-%d literal", base)
 		}
-		n, _ := new(big.Int).SetString(strings.ReplaceAll(p.s[start+2:p.i], "_", ""), base)
-		val = pyValue{kind: pyInteger, str: n.String()}
+		val = radixInteger(p.s[start+2:p.i], base)
 	} else {
 		intPart := digits(dec)
 		isFloat := false
@@ -390,13 +444,13 @@ func (p *litParser) number() (node, error) {
 		switch c := p.peek(); {
 		case c == 'j' || c == 'J':
 			p.i++
-			val = pyValue{kind: pyComplex}
+			val = node{typ: pyComplex}
 		case isFloat:
 			f, err := strconv.ParseFloat(text, 64)
 			if err != nil && !isRangeErr(err) {
 				return node{}, p.errorf("invalid decimal literal")
 			}
-			val = pyValue{kind: pyFloatKind, float: f}
+			val = node{typ: pyFloatKind, float: f}
 		default:
 			if len(text) > 1 && text[0] == '0' && strings.Trim(text, "0") != "" {
 				return node{}, p.errorf("leading zeros in decimal integer literals are not permitted")
@@ -404,14 +458,48 @@ func (p *litParser) number() (node, error) {
 			if tooManyDigits(text) {
 				return node{}, p.errorf("exceeds the limit (%d digits) for integer string conversion", maxIntDigits)
 			}
-			n, _ := new(big.Int).SetString(text, 10)
-			val = pyValue{kind: pyInteger, str: n.String()}
+			val = node{typ: pyInteger, str: decimalInteger(text)}
 		}
 	}
 	if c := p.peek(); isNameChar(c) || c == '.' {
 		return node{}, p.errorf("invalid number literal")
 	}
-	return node{kind: nodeConst, val: val}, nil
+	val.kind = nodeConst
+	return val, nil
+}
+
+// decimalInteger is a decimal literal's digits (at most maxIntDigits of
+// them, checked) without leading zeros.
+func decimalInteger(text string) string {
+	if len(text) <= 18 {
+		n, _ := strconv.ParseInt(text, 10, 64)
+		return strconv.FormatInt(n, 10)
+	}
+	n, _ := new(big.Int).SetString(text, 10)
+	return n.String()
+}
+
+// radixInteger is a hex, octal or binary literal's value. Python reads
+// one of any length, but json.dumps cannot write more than maxIntDigits
+// decimal digits; the digits' count says which side of that a value is
+// before anything is converted (converting millions of digits to decimal
+// took seconds of a core), and only a value near the edge is converted.
+func radixInteger(text string, base int) node {
+	digits := strings.TrimLeft(strings.ReplaceAll(text, "_", ""), "0")
+	// A value of n digits is at least base^(n-1): past 10^maxIntDigits it
+	// has more decimal digits than Python writes.
+	if float64(len(digits)-1)*math.Log10(float64(base)) > maxIntDigits+1 {
+		return node{typ: pyInteger, huge: true}
+	}
+	if digits == "" {
+		return node{typ: pyInteger, str: "0"}
+	}
+	n, _ := new(big.Int).SetString(digits, base)
+	s := n.String()
+	if len(s) > maxIntDigits {
+		return node{typ: pyInteger, huge: true}
+	}
+	return node{typ: pyInteger, str: s}
 }
 
 func basePrefix(s string) (int, bool) {
@@ -440,7 +528,7 @@ func digitOf(c byte) int {
 }
 
 // container reads a tuple or parenthesised expression, a list, a dict or
-// a set.
+// a set, writing its JSON as it goes.
 func (p *litParser) container(open byte) (node, error) {
 	if p.nest >= maxNesting {
 		return node{}, p.errorf("too many nested parentheses")
@@ -454,11 +542,14 @@ func (p *litParser) container(open byte) (node, error) {
 		p.i++
 		switch open {
 		case '(':
-			return node{kind: nodeOther, val: pyValue{kind: pyTuple}}, nil
+			p.out = append(p.out, "[]"...)
+			return node{kind: nodeOther, typ: pyTuple}, nil
 		case '[':
-			return node{kind: nodeOther, val: pyValue{kind: pyList}}, nil
+			p.out = append(p.out, "[]"...)
+			return node{kind: nodeOther, typ: pyList}, nil
 		}
-		return node{kind: nodeOther, val: pyValue{kind: pyDict}}, nil
+		p.out = append(p.out, "{}"...)
+		return node{kind: nodeOther, typ: pyDict}, nil
 	}
 	if open == '(' {
 		n, err := p.exprList(false)
@@ -470,30 +561,39 @@ func (p *litParser) container(open byte) (node, error) {
 		}
 		return n, nil // parentheses leave the expression's shape unchanged
 	}
-	var keys, items []pyValue
-	isDict := false
+	base := len(p.out)
+	if open == '[' {
+		p.out = append(p.out, '[')
+	}
+	var bad error
+	var d *dictWriter
 	for i := 0; ; i++ {
+		mark := len(p.out)
 		k, err := p.expr()
 		if err != nil {
 			return node{}, err
 		}
 		p.space()
 		if open == '{' && i == 0 && p.peek() == ':' {
-			isDict = true
+			d = &dictWriter{base: base, index: map[string]int{}}
 		}
-		if isDict {
+		if d != nil {
+			p.out = p.out[:mark] // a key's JSON is its string
 			if err := p.expect(':'); err != nil {
 				return node{}, err
 			}
 			p.space()
-			v, err := p.expr()
-			if err != nil {
+			if err := p.dictEntry(d, k); err != nil {
 				return node{}, err
 			}
-			keys, items = append(keys, k.val), append(items, v.val)
 			p.space()
 		} else {
-			items = append(items, k.val)
+			if err := p.place(k); bad == nil {
+				bad = err
+			}
+			if open == '{' {
+				p.out = p.out[:base] // a set is never written
+			}
 		}
 		if p.peek() != ',' {
 			break
@@ -503,17 +603,21 @@ func (p *litParser) container(open byte) (node, error) {
 		if p.peek() == closeFor {
 			break
 		}
+		if open == '[' {
+			p.out = append(p.out, ',')
+		}
 	}
 	if err := p.expect(closeFor); err != nil {
 		return node{}, err
 	}
 	switch {
 	case open == '[':
-		return node{kind: nodeOther, val: pyValue{kind: pyList, items: items}}, nil
-	case isDict:
-		return node{kind: nodeOther, val: pyValue{kind: pyDict, keys: keys, items: items}}, nil
+		p.out = append(p.out, ']')
+		return node{kind: nodeOther, typ: pyList, bad: bad}, nil
+	case d != nil:
+		return node{kind: nodeOther, typ: pyDict, bad: p.endDict(d)}, nil
 	}
-	return node{kind: nodeOther, val: pyValue{kind: pySet, items: items}}, nil
+	return node{kind: nodeOther, typ: pySet, bad: errSet}, nil
 }
 
 func (p *litParser) expect(c byte) error {

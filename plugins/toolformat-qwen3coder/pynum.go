@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // The qwen3_coder parser types values with Python's int(), float() and
@@ -45,15 +46,15 @@ func pyNumberText(s string) (string, bool) {
 	var b strings.Builder
 	b.Grow(len(s))
 	prevDigit := false
-	rs := []rune(s)
-	for i, r := range rs {
+	for i, r := range s {
 		if d := pyDecimal(r); d >= 0 {
 			b.WriteByte(byte('0' + d))
 			prevDigit = true
 			continue
 		}
 		if r == '_' {
-			if !prevDigit || i+1 >= len(rs) || pyDecimal(rs[i+1]) < 0 {
+			next, _ := utf8.DecodeRuneInString(s[i+1:]) // '_' is one byte
+			if !prevDigit || i+1 >= len(s) || pyDecimal(next) < 0 {
 				return "", false
 			}
 			prevDigit = false

@@ -43,7 +43,7 @@ func (p *litParser) strings(prefix string) (node, error) {
 				continue
 			}
 		}
-		return node{kind: nodeConst, val: pyValue{kind: kind, str: out.String()}}, nil
+		return node{kind: nodeConst, typ: kind, str: out.String()}, nil
 	}
 }
 

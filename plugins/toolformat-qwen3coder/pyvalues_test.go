@@ -1,7 +1,9 @@
 package qwen3coder
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"testing"
 
@@ -78,25 +80,21 @@ var literalDifferences = map[string]string{
 
 func TestLiteralEvalMatchesCPython(t *testing.T) {
 	for _, r := range loadPyRows(t) {
-		v, err := literalEval(r.In)
+		out, err := literalJSON(context.Background(), r.In)
 		if why, ok := literalDifferences[r.In]; ok {
-			if err == nil {
-				t.Errorf("literalEval(%q) = %+v; want the documented failure (%s)", r.In, v, why)
+			if !errors.Is(err, errLiteral) {
+				t.Errorf("literalJSON(%q) = %s, %v; want the documented failure (%s)", r.In, out, err, why)
 			}
 			continue
-		}
-		var out []byte
-		if err == nil {
-			out, err = appendPyJSON(nil, v)
 		}
 		lit := r.Literal
 		switch {
 		case lit.OK && err != nil:
-			t.Errorf("literalEval(%q): %v; CPython gives %s", r.In, err, lit.JSON)
+			t.Errorf("literalJSON(%q): %v; CPython gives %s", r.In, err, lit.JSON)
 		case !lit.OK && err == nil:
-			t.Errorf("literalEval(%q) = %s; CPython fails (%s)", r.In, out, lit.Why)
+			t.Errorf("literalJSON(%q) = %s; CPython fails (%s)", r.In, out, lit.Why)
 		case lit.OK && !toolformattest.SameJSON(out, []byte(lit.JSON)):
-			t.Errorf("literalEval(%q) = %s; CPython gives %s", r.In, out, lit.JSON)
+			t.Errorf("literalJSON(%q) = %s; CPython gives %s", r.In, out, lit.JSON)
 		}
 	}
 }

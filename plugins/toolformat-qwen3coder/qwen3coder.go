@@ -44,9 +44,13 @@ func (Plugin) Info() sdk.Info {
 
 // Parse reads the tool calls in a reply, typing each value by the schema
 // of the tool of that name in tools.
-func (Plugin) Parse(_ context.Context, text string, tools []toolformat.Tool) (toolformat.Parsed, error) {
+// A step that ends (ctx) stops the reading, with ctx's error.
+func (Plugin) Parse(ctx context.Context, text string, tools []toolformat.Tool) (toolformat.Parsed, error) {
 	r := toolformat.SplitReply(text)
-	out := parse(r.Content, tools)
+	out, err := parse(ctx, r.Content, tools)
+	if err != nil {
+		return toolformat.Parsed{}, err
+	}
 	if lost := unreadBefore(r.Before); len(lost) > 0 {
 		out.Unparsed = append(lost, out.Unparsed...)
 	}

@@ -42,8 +42,8 @@ func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc
 	if protocol == 0 {
 		protocol = sdk.ProtocolVersion
 	}
-	return &Client{BaseClient: wire.BaseClient{C: pb.NewBaseClient(c)}, c: pb.NewToolFormatClient(c),
-		protocol: protocol, sets: map[string]*sentSet{}}, nil
+	return &Client{BaseClient: wire.BaseClient{C: pb.NewBaseClient(c)}, c: pb.NewToolFormatClient(c), conn: c,
+		codec: newAnswerCodec(), protocol: protocol, sets: map[string]*sentSet{}}, nil
 }
 
 type server struct {
@@ -84,6 +84,8 @@ func (s *server) Parse(ctx context.Context, req *pb.ParseRequest) (*pb.ParseResp
 type Client struct {
 	wire.BaseClient
 	c        pb.ToolFormatClient
+	conn     grpc.ClientConnInterface
+	codec    answerCodec
 	protocol int
 
 	mu         sync.Mutex
@@ -132,20 +134,28 @@ func (c *Client) ParseSet(ctx context.Context, text string, set *ToolSet) (Parse
 	// Protobuf strings must be UTF-8; a reply with invalid bytes (a model
 	// cut mid-character) is read with those bytes as U+FFFD.
 	req := &pb.ParseRequest{Text: ValidUTF8(text), ToolSet: set.ID()}
-	r, err := c.c.Parse(ctx, req)
-	if err == nil && r.UnknownToolSet {
+	r, err := c.parse(ctx, req)
+	if err == nil && r.unknownToolSet {
 		if err := c.register(ctx, set, true); err != nil {
 			return Parsed{}, err
 		}
-		r, err = c.c.Parse(ctx, req)
-		if err == nil && r.UnknownToolSet {
+		r, err = c.parse(ctx, req)
+		if err == nil && r.unknownToolSet {
 			return Parsed{}, fmt.Errorf("the plugin lost tool set %s again right after it was sent", set.ID())
 		}
 	}
 	if err != nil {
 		return Parsed{}, wire.FromStatus(err)
 	}
-	return fromResponse(r), nil
+	return r.p, nil
+}
+
+// parse calls the plugin's Parse, reading its answer with the host's
+// bounds (answer.go) rather than decoding all of it.
+func (c *Client) parse(ctx context.Context, req *pb.ParseRequest) (*answer, error) {
+	out := new(answer)
+	err := c.conn.Invoke(ctx, pb.ToolFormat_Parse_FullMethodName, req, out, grpc.ForceCodecV2(c.codec))
+	return out, err
 }
 
 // fromResponse reads a plugin's answer.

@@ -43,8 +43,28 @@ func (l *Local) Parse(ctx context.Context, text string, tools []Tool) (Parsed, e
 	return l.ParseSet(ctx, text, NewToolSet(tools))
 }
 
-// ParseSet reads a reply against a turn's tool set.
-func (l *Local) ParseSet(ctx context.Context, text string, set *ToolSet) (out Parsed, err error) {
+// ParseSet reads a reply against a turn's tool set. It returns when ctx
+// ends even if the parser goes on: a parser that looks at ctx (the
+// built-in ones do) then stops soon after, as a plugin process's would.
+func (l *Local) ParseSet(ctx context.Context, text string, set *ToolSet) (Parsed, error) {
+	type result struct {
+		p   Parsed
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		p, err := l.parse(ctx, text, set)
+		done <- result{p, err}
+	}()
+	select {
+	case r := <-done:
+		return r.p, r.err
+	case <-ctx.Done():
+		return Parsed{}, fmt.Errorf("tool format %s: %w", l.impl.Info().Name, ctx.Err())
+	}
+}
+
+func (l *Local) parse(ctx context.Context, text string, set *ToolSet) (out Parsed, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			// The stack names source paths: it goes to the log only.
@@ -54,6 +74,9 @@ func (l *Local) ParseSet(ctx context.Context, text string, set *ToolSet) (out Pa
 	}()
 	p, err := l.impl.Parse(ctx, ValidUTF8(text), set.Tools())
 	if err != nil {
+		if ctx.Err() != nil {
+			return Parsed{}, fmt.Errorf("tool format %s: %w", l.impl.Info().Name, ctx.Err())
+		}
 		return Parsed{}, wire.FromStatus(wire.ToStatus(err))
 	}
 	return fromResponse(boundedResponse(p)), nil

@@ -88,3 +88,30 @@ func (panicFormat) Parse(context.Context, string, []toolformat.Tool) (toolformat
 	_ = s[len(s)]
 	return toolformat.Parsed{}, nil
 }
+
+// stuckFormat never returns until released, whatever its context says.
+type stuckFormat struct {
+	floodFormat
+	release chan struct{}
+}
+
+func (f stuckFormat) Parse(context.Context, string, []toolformat.Tool) (toolformat.Parsed, error) {
+	<-f.release
+	return toolformat.Parsed{}, nil
+}
+
+// An in-process parse returns when its step ends (cancelled, or out of
+// its time), even if the parser ignores its context: it held the step,
+// and its slot, for as long as the parser ran.
+func TestLocalParseEndsWithItsContext(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	p := toolformat.NewLocal(stuckFormat{release: release}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := p.Parse(ctx, "x", nil); done <- err }()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a parse whose step was cancelled: %v, want context.Canceled", err)
+	}
+}

@@ -153,6 +153,11 @@ func runEval(ctx context.Context, url string, o evalOptions, changed func(string
 	if err != nil {
 		return err
 	}
+	// A model endpoint that is down would fail every rollout, each after
+	// its env was deployed: ask it first.
+	if err := model.Check(ctx); err != nil {
+		return err
+	}
 	// The chat template `agentenv skyrl rows` loads, found the same way.
 	_, cfg, err := loadChatTemplate(o.tokenizer, stderr)
 	if err != nil {
@@ -176,7 +181,7 @@ func runEval(ctx context.Context, url string, o evalOptions, changed func(string
 	sum, err := eval.Run(ctx, eo)
 	bar.finish()
 	if sum == nil || (err != nil && sum.Rollouts == 0 && ctx.Err() == nil) {
-		return explainServerError(err, o.tokenVar, token != "")
+		return explainServerError(url, err, o.tokenVar, token != "")
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)

@@ -159,15 +159,21 @@ func explainConnect(c *client.Client, o playOptions, token string, err error) er
 	case errors.Is(err, client.CodeUnauthorized):
 		return fmt.Errorf("the server at %s wants a token: put it in $%s (or name the variable with --token-var)", c.BaseURL(), o.tokenVar)
 	case errors.Is(err, syscall.ECONNREFUSED):
-		host := c.BaseURL()
-		if u, perr := url.Parse(host); perr == nil {
-			host = u.Host
-		}
-		return fmt.Errorf("%w\nno server is listening at %s: start one with `agentenv serve BUNDLE --addr %s`, or check the URL", err, host, host)
+		return noServer(c.BaseURL(), err)
 	case errors.Is(err, client.CodeShuttingDown):
 		return fmt.Errorf("%w\nthe server at %s is shutting down: play again once it is back", err, c.BaseURL())
 	}
 	return err
+}
+
+// noServer words a refused connection to the agentenv server at baseURL
+// (play, eval and skyrl rows alike): what it means and what to do.
+func noServer(baseURL string, err error) error {
+	host := baseURL
+	if u, perr := url.Parse(baseURL); perr == nil && u.Host != "" {
+		host = u.Host
+	}
+	return fmt.Errorf("%w\nno server is listening at %s: start one with `agentenv serve BUNDLE --addr %s`, or check the URL", err, host, host)
 }
 
 // explainLost says so when the server went away (when: "mid-episode").

@@ -38,6 +38,8 @@ func NewRootCmd(version string) *cobra.Command {
 		newVersionCmd(version),
 		newPluginServeCmd(),
 	)
+	// Subcommands inherit it: an unknown flag gets the nearest ones.
+	root.SetFlagErrorFunc(flagError)
 	return root
 }
 

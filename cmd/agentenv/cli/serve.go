@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
@@ -99,6 +100,9 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 		if token == "" {
 			return tokenVarError(o.TokenVar)
 		}
+		if w := shortTokenWarning(token); w != "" {
+			log.Warn(w)
+		}
 		// No child (env builds, plugins, envs) inherits it, and it is
 		// blanked in /proc/<pid>/environ too (environ_linux.go).
 		if err := scrubEnv(o.TokenVar); err != nil {
@@ -112,6 +116,9 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 	sandboxCfg, err := jsonConfig(o.SandboxConfig)
 	if err != nil {
 		return fmt.Errorf("--sandbox-config: %w", err)
+	}
+	if w := threadWarning(o.Sandbox, o.MaxConcurrentEnvs); w != "" {
+		log.Warn(w)
 	}
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
@@ -141,7 +148,7 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 	}
 	var dirErr *transcript.DirError
 	if errors.As(err, &dirErr) {
-		return fmt.Errorf("--record %s: %w; give a directory agentenv can write to, or leave --record out", o.Record, err)
+		return recordDirError(o.Record, dirErr)
 	}
 	if err != nil {
 		return sandboxConfigHint(err, o.SandboxConfig)
@@ -161,4 +168,13 @@ func (o serveOptions) transcripts() (serve.Transcripts, error) {
 		return serve.Transcripts{}, nil
 	}
 	return serve.Transcripts{Dir: o.Record, MaxFileBytes: int64(o.RecordFileMB) << 20, Queue: o.RecordQueue}, nil
+}
+
+// recordDirError says what to do about a --record directory serve cannot
+// use: another one, or (in use) another one or the other server stopped.
+func recordDirError(dir string, err *transcript.DirError) error {
+	if err.InUse {
+		return fmt.Errorf("--record %s: %w; give this server a directory of its own (--record %s-2), or stop the other server first", dir, err, filepath.Clean(dir))
+	}
+	return fmt.Errorf("--record %s: %w; give a directory agentenv can write to, or leave --record out", dir, err)
 }

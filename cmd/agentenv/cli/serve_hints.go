@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"runtime"
 	"strconv"
 	"syscall"
+
+	"github.com/agentenv/agentenv/core/threadlimit"
 )
 
 // listenError words a failed listen, suggesting --addr when the address
@@ -57,9 +60,41 @@ var envVarName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]{0,127}$`)
 // tokenVarError says the --token-var variable is unset or empty. The
 // value is named only when it looks like a variable's name: given the
 // token itself by mistake, the error must not print it.
+// minTokenLen is the shortest token serve takes without a warning: 32
+// characters, what openssl rand -hex 16 prints (128 random bits). The
+// page's login is throttled, but the API answers a wrong token at once
+// (about 1,500 tries a second a connection), so a token must be too long
+// to guess, not only hard to.
+const minTokenLen = 32
+
+// shortTokenWarning is the warning for a token shorter than minTokenLen
+// ("" for one long enough); it says the length, never the token.
+func shortTokenWarning(token string) string {
+	if n := len(token); n < minTokenLen {
+		return fmt.Sprintf("the token has %d characters: a guesser tries about 1,500 a second per connection; use %d random characters or more (openssl rand -hex 16)", n, minTokenLen)
+	}
+	return ""
+}
+
 func tokenVarError(name string) error {
 	if envVarName.MatchString(name) {
 		return fmt.Errorf("--token-var %s: the variable is empty or unset; put the token in it, or drop --token-var to serve without one", name)
 	}
 	return errors.New("--token-var takes the name of the environment variable that holds the token (e.g. AGENTENV_TOKEN), not the token; the value given names no set variable and is not shown here in case it is the token itself")
+}
+
+// threadWarning warns when --max-concurrent-envs envs run on this machine
+// could pass a bound on its threads (kernel.pid_max, threads-max, a
+// cgroup's pids.max, ulimit -u): 3,000 process envs on 16 cores passed
+// the default pid_max and 127 steps failed. Envs of the ecs and k8s
+// sandboxes run elsewhere.
+func threadWarning(sandboxName string, maxEnvs int) string {
+	if sandboxName == "ecs" || sandboxName == "k8s" {
+		return ""
+	}
+	ls := threadlimit.Limits()
+	if l, ok := threadlimit.NprocLimit(); ok {
+		ls = append(ls, l)
+	}
+	return threadlimit.Warning(ls, maxEnvs, threadlimit.PerEnv(runtime.NumCPU()))
 }

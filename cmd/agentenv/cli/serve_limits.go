@@ -20,6 +20,11 @@ type serveLimits struct {
 	// What an env's tool results may cost: per call, and per reply.
 	MaxResultBytes      int
 	MaxReplyResultBytes int
+	ParseTimeout        time.Duration
+	// What a live episode keeps for its transcript (/ui, --record).
+	TranscriptTurnBytes int
+	TranscriptBytes     int
+	MaxTurns            int // 0: none
 	HTTPReadTimeout     time.Duration
 	HTTPWriteTimeout    time.Duration
 	HTTPIdleTimeout     time.Duration
@@ -34,6 +39,9 @@ func defaultServeLimits() serveLimits {
 		MaxArgumentValues:   episode.DefaultMaxArgumentValues,
 		MaxResultBytes:      episode.DefaultMaxResultBytes,
 		MaxReplyResultBytes: episode.DefaultMaxReplyResultBytes,
+		ParseTimeout:        episode.DefaultParseTimeout,
+		TranscriptTurnBytes: episode.DefaultTranscriptTurnBytes,
+		TranscriptBytes:     episode.DefaultTranscriptBytes,
 		HTTPReadTimeout:     server.DefaultHTTPReadTimeout,
 		HTTPWriteTimeout:    server.DefaultHTTPWriteTimeout,
 		HTTPIdleTimeout:     server.DefaultHTTPIdleTimeout,
@@ -47,6 +55,7 @@ type limitSetting struct {
 	flag string
 	help string
 	n    *int           // a count, at least 1
+	zero bool           // or 0, for none
 	d    *time.Duration // or a duration, more than 0
 }
 
@@ -58,6 +67,10 @@ func (l *serveLimits) settings() []limitSetting {
 		{flag: "max-argument-values", n: &l.MaxArgumentValues, help: "JSON values (keys included) one tool call's arguments may hold; larger calls are refused unread"},
 		{flag: "max-result-bytes", n: &l.MaxResultBytes, help: "bytes of one tool call's result read from the env at most; the rest is dropped unread and the model told its result was cut"},
 		{flag: "max-reply-result-bytes", n: &l.MaxReplyResultBytes, help: fmt.Sprintf("bytes of tool results (as sent) answering one model reply at most, together; at most %d (48 MiB), so an observation fits a client's 64 MiB frame", episode.MaxReplyResultBytesCap)},
+		{flag: "parse-timeout", d: &l.ParseTimeout, help: "longest time reading one model reply's tool calls may take; past it the parse is stopped and the reply answered as unreadable"},
+		{flag: "transcript-turn-bytes", n: &l.TranscriptTurnBytes, help: "bytes of one turn (reply, call arguments, answers) a live episode keeps for its transcript (/ui, --record); the rest is cut with a note"},
+		{flag: "transcript-bytes", n: &l.TranscriptBytes, help: "bytes of all its turns a live episode keeps for its transcript (/ui, --record); later turns are counted, not kept"},
+		{flag: "max-turns", n: &l.MaxTurns, zero: true, help: "model replies an episode may take at most before it is scored, for every task (0: no cap beyond the task's and the reset's); a reset's max_turns may lower it"},
 		{flag: "http-read-timeout", d: &l.HTTPReadTimeout, help: "longest time to read one HTTP request, headers and body"},
 		{flag: "http-write-timeout", d: &l.HTTPWriteTimeout, help: "longest time to handle one HTTP request and write its response"},
 		{flag: "http-idle-timeout", d: &l.HTTPIdleTimeout, help: "close a kept-alive HTTP connection after this long without a request"},
@@ -81,7 +94,9 @@ func (l *serveLimits) addFlags(f *pflag.FlagSet) {
 func (l *serveLimits) check() error {
 	for _, s := range l.settings() {
 		switch {
-		case s.n != nil && *s.n < 1:
+		case s.n != nil && s.zero && *s.n < 0:
+			return fmt.Errorf("--%s must be 0 (none) or more, got %d", s.flag, *s.n)
+		case s.n != nil && !s.zero && *s.n < 1:
 			return fmt.Errorf("--%s must be at least 1, got %d", s.flag, *s.n)
 		case s.d != nil && *s.d <= 0:
 			return fmt.Errorf("--%s must be more than 0, got %s", s.flag, *s.d)
@@ -101,6 +116,10 @@ func (l serveLimits) episodeLimits() episode.Limits {
 		MaxArgumentValues:   l.MaxArgumentValues,
 		MaxResultBytes:      int64(l.MaxResultBytes),
 		MaxReplyResultBytes: int64(l.MaxReplyResultBytes),
+		ParseTimeout:        l.ParseTimeout,
+		TranscriptTurnBytes: int64(l.TranscriptTurnBytes),
+		TranscriptBytes:     int64(l.TranscriptBytes),
+		MaxTurns:            l.MaxTurns,
 	}
 }
 

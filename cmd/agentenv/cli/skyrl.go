@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -105,7 +106,7 @@ func runSkyrlRows(ctx context.Context, url, outDir string, o skyrlRowsOptions, t
 	cat.OnPreparing = waitingNote(stderr)
 	if o.dataSource == "" {
 		if o.dataSource, err = cat.BundleName(ctx); err != nil {
-			return explainServerError(err, o.tokenVar, token != "")
+			return explainServerError(url, err, o.tokenVar, token != "")
 		}
 	}
 	opts := skyrl.Options{
@@ -115,7 +116,7 @@ func runSkyrlRows(ctx context.Context, url, outDir string, o skyrlRowsOptions, t
 	}
 	res, err := skyrl.Write(ctx, cat, tmpl, counter, outDir, opts)
 	if err != nil {
-		return explainServerError(err, o.tokenVar, token != "")
+		return explainServerError(url, err, o.tokenVar, token != "")
 	}
 	var files []string
 	for _, w := range res.Files {
@@ -128,8 +129,12 @@ func runSkyrlRows(ctx context.Context, url, outDir string, o skyrlRowsOptions, t
 	return nil
 }
 
-// explainServerError says what to do about a server that wants a token.
-func explainServerError(err error, tokenVar string, sent bool) error {
+// explainServerError says what to do about a server that is not there or
+// wants a token.
+func explainServerError(url string, err error, tokenVar string, sent bool) error {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return noServer(url, err)
+	}
 	if !errors.Is(err, skyrl.ErrUnauthorized) {
 		return err
 	}

@@ -92,10 +92,10 @@ func readFiltered(paths []string, f transcript.Filter, stderr io.Writer, fn func
 
 func noteSkipped(stderr io.Writer, st transcript.ReadStats) {
 	if st.Skipped > 0 {
-		fmt.Fprintf(stderr, "skipped %d lines that are no transcript (first: %v)\n", st.Skipped, st.FirstSkip)
+		fmt.Fprintf(stderr, "skipped %d %s that %s no transcript (first: %v)\n", st.Skipped, plural(st.Skipped, "line"), isAre(st.Skipped), st.FirstSkip)
 	}
 	if st.Partial > 0 {
-		fmt.Fprintf(stderr, "skipped %d cut-off last lines (a server killed while writing)\n", st.Partial)
+		fmt.Fprintf(stderr, "skipped %d %s (a server killed while writing)\n", st.Partial, plural(st.Partial, "cut-off last line"))
 	}
 }
 
@@ -133,7 +133,7 @@ func newTranscriptsListCmd() *cobra.Command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "%d of %d episodes (%d files)\n", n, st.Records, st.Files)
+			fmt.Fprintf(cmd.ErrOrStderr(), "%d of %d %s (%d %s)\n", n, st.Records, plural(st.Records, "episode"), st.Files, plural(st.Files, "file"))
 			return nil
 		},
 	}
@@ -243,6 +243,13 @@ the server sent it (no tool list).`,
 	f.StringVar(&kwargsJSON, "chat-template-kwargs", "", `chat template kwargs as JSON, with --tokenizer: '{"enable_thinking": false}'`)
 	markRequired(cmd, "out")
 	return cmd
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
 }
 
 func dash(s string) string {

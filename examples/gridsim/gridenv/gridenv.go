@@ -8,8 +8,12 @@
 //   - grade (hidden verifier): the grade of the last valid schedule, as a
 //     bare number: 0 with none.
 //
-// One env process serves one episode, so the state is the process's:
-// every MCP session sees the same day (load_day replaces it).
+// One env process serves one episode at a time, so the state is the
+// process's: every MCP session sees the same day (load_day replaces it).
+// With a reset tool named (ResetTool; a bundle with reuse = N has agentenv
+// name it in AGENTENV_RESET_TOOL) it also serves that tool, which drops
+// the day, the schedule and the counts, so the next episode on the same
+// process starts as a fresh one would.
 package gridenv
 
 import (
@@ -63,6 +67,8 @@ type Day struct {
 // Env is the env's state: the day loaded and the last valid schedule.
 type Env struct {
 	log hclog.Logger
+	// ResetTool, when set before Server, names the reset tool it serves.
+	ResetTool string
 
 	mu        sync.Mutex
 	day       *market.Day
@@ -116,7 +122,26 @@ func (e *Env) Server() *mcp.Server {
 		Name:        ToolGrade,
 		Description: "Verifier: the grade of the last valid schedule against the day's optimum, from 0 to 1 (0 with none).",
 	}, e.grade)
+	if e.ResetTool != "" {
+		s.AddTool(&mcp.Tool{
+			Name:        e.ResetTool,
+			Description: "Reset the env for the next episode: no day loaded, no schedule.",
+			InputSchema: json.RawMessage(`{"type":"object"}`),
+		}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			e.Reset()
+			return textResult("reset"), nil
+		})
+	}
 	return s
+}
+
+// Reset drops the day, the last schedule and the counts: all the state
+// an episode leaves.
+func (e *Env) Reset() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.day, e.date, e.optimum = nil, "", 0
+	e.last, e.submitted, e.rejected = nil, 0, 0
 }
 
 // Handler serves the env's MCP server over streamable HTTP; mount it at /mcp.

@@ -316,3 +316,47 @@ func TestSIGTERMExitsCleanly(t *testing.T) {
 	}
 	t.Fatal("env still running 60 s after SIGTERM")
 }
+
+// With a reset tool named (agentenv names it for a bundle with reuse =
+// N), the env serves it, and after a reset nothing of the episode before
+// is left: no day, no schedule, and a day loaded again grades as never
+// scheduled.
+func TestResetLeavesNoState(t *testing.T) {
+	t.Setenv("AGENTENV_RESET_TOOL", "agentenv_reset")
+	_, cs := startEnv(t)
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(res.Tools, func(tool *mcp.Tool) bool { return tool.Name == "agentenv_reset" }) {
+		t.Fatalf("the reset tool is not listed: %v", res.Tools)
+	}
+	if r := call(t, cs, gridenv.ToolLoadDay, testDay()); r.isError {
+		t.Fatalf("load_day: %s", r.text)
+	}
+	// Charge in the cheap night, sell in the dear evening: a positive grade.
+	if r := call(t, cs, gridenv.ToolSubmit, map[string]any{"schedule": hours(map[int]int{4: 1, 18: -1, 19: -1})}); r.isError {
+		t.Fatalf("submit_schedule: %s", r.text)
+	}
+	if r := call(t, cs, gridenv.ToolGrade, map[string]any{}); r.isError || r.text == "0" {
+		t.Fatalf("grade before the reset: %+v, want a positive grade", r)
+	}
+	if r := call(t, cs, "agentenv_reset", map[string]any{}); r.isError {
+		t.Fatalf("reset: %s", r.text)
+	}
+	for _, tool := range []string{gridenv.ToolPrices, gridenv.ToolSubmit, gridenv.ToolGrade} {
+		args := map[string]any{}
+		if tool == gridenv.ToolSubmit {
+			args["schedule"] = make([]int, 24)
+		}
+		if r := call(t, cs, tool, args); !r.isError || !strings.Contains(r.text, "no day is loaded") {
+			t.Errorf("%s after the reset: %+v, want a 'no day is loaded' error", tool, r)
+		}
+	}
+	if r := call(t, cs, gridenv.ToolLoadDay, testDay()); r.isError {
+		t.Fatalf("load_day after the reset: %s", r.text)
+	}
+	if r := call(t, cs, gridenv.ToolGrade, map[string]any{}); r.isError || r.text != "0" {
+		t.Fatalf("grade of the same day after the reset, nothing submitted: %+v, want 0 (the old schedule must be gone)", r)
+	}
+}

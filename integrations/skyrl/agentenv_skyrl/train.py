@@ -144,9 +144,17 @@ def entrypoint(cfg, secrets: Dict[str, str]) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    import ray
-    from skyrl.train.config import SkyRLTrainConfig
-    from skyrl.train.utils import initialize_ray, validate_cfg
+    try:
+        import ray
+        from skyrl.train.config import SkyRLTrainConfig
+        from skyrl.train.utils import initialize_ray, validate_cfg
+    except ModuleNotFoundError as e:
+        # Run outside SkyRL's environment: say where to run it, not a traceback.
+        raise SystemExit(
+            f"agentenv_skyrl.train: {e.name!r} is not installed in this Python ({sys.executable}): "
+            f"run it with SkyRL's environment, where agentenv_skyrl is installed "
+            f"(SkyRL/.venv/bin/python -m agentenv_skyrl.train ...; docs/training-skyrl.md, Install)"
+        ) from None
 
     cfg = SkyRLTrainConfig.from_cli_overrides(list(sys.argv[1:] if argv is None else argv))
     if cfg.generator.batched:

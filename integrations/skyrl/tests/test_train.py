@@ -105,3 +105,24 @@ def test_token_secrets_come_from_the_rows_files(rows_files, monkeypatch):
     assert train.row_files(cfg) == [str(paths["train"]), str(paths["eval"])]  # hub names are not rows files
     assert train.token_secrets(train.row_files(cfg)) == {TOKEN_VAR: TOKEN}
     assert TOKEN not in repr(rows)  # the rows name the variable, never the token
+
+
+def test_train_outside_skyrl_says_where_to_run_it(tmp_path):
+    """Outside SkyRL's environment (no ray, no skyrl) the entry point says
+    where to run it instead of a ModuleNotFoundError traceback."""
+    import subprocess
+    import sys
+
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(train.__file__)))
+    # agentenv_skyrl and what it installs with (agentenv_episode), nothing of SkyRL's.
+    episode = os.path.join(os.path.dirname(pkg), "episode")
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join([pkg, episode]), "HOME": str(tmp_path)}
+    probe = subprocess.run([sys.executable, "-c", "import ray"], env=env, capture_output=True)
+    if probe.returncode == 0:
+        pytest.skip("this Python has a real ray: not outside SkyRL's environment")
+    r = subprocess.run([sys.executable, "-m", "agentenv_skyrl.train", "trainer.epochs=1"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r
+    assert "Traceback" not in r.stderr, r.stderr
+    assert "'ray' is not installed in this Python" in r.stderr, r.stderr
+    assert "SkyRL/.venv/bin/python -m agentenv_skyrl.train" in r.stderr, r.stderr

@@ -8,6 +8,7 @@ package main
 
 import (
 	"net/http"
+	"os"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -16,5 +17,10 @@ import (
 )
 
 func main() {
-	envserve.Main("gridsim-env", func(log hclog.Logger) (http.Handler, error) { return gridenv.New(log).Handler(), nil })
+	envserve.Main("gridsim-env", func(log hclog.Logger) (http.Handler, error) {
+		env := gridenv.New(log)
+		// Set by agentenv when env.toml declares reuse = N: serve the reset.
+		env.ResetTool = os.Getenv(envserve.ResetToolEnv)
+		return env.Handler(), nil
+	})
 }
