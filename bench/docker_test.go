@@ -66,18 +66,41 @@ func newBareRun(b *testing.B, cli *mobyclient.Client, env *bundle.Env) *bareRun 
 	r := &bareRun{b: b, cli: cli, image: env.Image, env: env, nonce: fmt.Sprintf("%d", time.Now().UnixNano())}
 	r.net = "agentenv-bench-" + r.nonce
 	ctx := context.Background()
-	if _, err := cli.NetworkCreate(ctx, r.net, mobyclient.NetworkCreateOptions{Driver: "bridge", Labels: map[string]string{benchLabel: r.nonce},
-		IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: netip.MustParsePrefix("10.214.255.0/24")}}}}); err != nil {
-		b.Fatal(err)
+	// 10.214.255.0/24, or the next one down that no network holds (one
+	// the engine cannot remove, a stale endpoint, keeps its subnet).
+	for i := 255; ; i-- {
+		_, err := cli.NetworkCreate(ctx, r.net, mobyclient.NetworkCreateOptions{Driver: "bridge", Labels: map[string]string{benchLabel: r.nonce},
+			IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: netip.MustParsePrefix(fmt.Sprintf("10.214.%d.0/24", i))}}}})
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "overlaps") || i == 240 {
+			b.Fatal(err)
+		}
 	}
 	b.Cleanup(func() {
 		r.tracked.Range(func(k, _ any) bool {
 			_, _ = cli.ContainerRemove(context.Background(), k.(string), mobyclient.ContainerRemoveOptions{Force: true})
 			return true
 		})
-		_, _ = cli.NetworkRemove(context.Background(), r.net, mobyclient.NetworkRemoveOptions{})
+		_ = removeBenchNetwork(cli, r.net)
 	})
 	return r
+}
+
+// removeBenchNetwork removes a network made here, waiting (up to 30 s)
+// out the moment after its containers' removal when the engine may still
+// count endpoints on it.
+func removeBenchNetwork(cli *mobyclient.Client, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		_, err := cli.NetworkRemove(ctx, name, mobyclient.NetworkRemoveOptions{})
+		if err == nil || !strings.Contains(err.Error(), "active endpoints") || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // cli runs `docker run -d` and connects; api does the same through the
