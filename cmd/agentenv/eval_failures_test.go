@@ -28,6 +28,10 @@ func failingEndpoint(t *testing.T) string {
 	var mu sync.Mutex
 	modes := map[string]int{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet { // eval's check that the endpoint is up (GET /models)
+			w.Write([]byte(`{"object": "list", "data": []}`))
+			return
+		}
 		var req struct{ Messages []eval.Message }
 		json.NewDecoder(r.Body).Decode(&req)
 		day := req.Messages[1].Content

@@ -25,7 +25,7 @@ func TestRun(t *testing.T) {
 		{"unknown policy", []string{"--policy", "clever"}, nil, `unknown policy "clever"`},
 		{"unknown split", []string{"--split", "test"}, nil, `no split "test"`},
 		{"unknown via", []string{"--via", "ws", "--limit", "1"}, nil, `--via "ws"`},
-		{"no bundle", []string{"--bundle", t.TempDir() + "/none"}, nil, "no such file"},
+		{"no bundle", []string{"--bundle", t.TempDir() + "/none"}, nil, "no such folder"},
 		{"stray argument", []string{"eval"}, nil, "unexpected arguments"},
 	}
 	for _, c := range cases {
