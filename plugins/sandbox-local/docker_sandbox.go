@@ -522,6 +522,13 @@ func (p *Plugin) removeDocker(ctx context.Context, cli *client.Client, id string
 	switch {
 	case err == nil:
 		found = true
+	case strings.Contains(err.Error(), "already in progress"):
+		// An earlier call's removal (one whose caller gave up, then
+		// retried) still runs: wait for it rather than fail again.
+		if err := waitRemoved(rctx, cli, ctr); err != nil {
+			return true, fmt.Errorf("removing container %s: waiting for the removal in progress: %w", shortID(ctr), err)
+		}
+		found = true
 	case !cerrdefs.IsNotFound(err):
 		return true, fmt.Errorf("removing container %s: %w", shortID(ctr), err)
 	}
@@ -542,6 +549,23 @@ func (p *Plugin) removeDocker(ctx context.Context, cli *client.Client, id string
 		}
 	}
 	return found, nil
+}
+
+// waitRemoved waits until the engine no longer knows container ctr.
+func waitRemoved(ctx context.Context, cli *client.Client, ctr string) error {
+	pause := 20 * time.Millisecond
+	for {
+		_, err := cli.ContainerInspect(ctx, ctr, client.ContainerInspectOptions{})
+		if cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(pause*2, time.Second)
+	}
 }
 
 // removeNetwork removes a network, waiting out the moment after its

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
@@ -525,5 +527,40 @@ func TestDockerOneBuildPerTag(t *testing.T) {
 	}
 	if n := strings.Count(logBuf.String(), "building image"); n != 1 {
 		t.Errorf("%d builds of one tag, want 1:\n%s", n, logBuf.String())
+	}
+}
+
+// Terminates of one container at once (a teardown retried while its first
+// call still removes it) all succeed: a removal in progress is waited for,
+// not an error.
+func TestDockerTerminateWhileRemoving(t *testing.T) {
+	cli := dockertest.Client(t)
+	p := newDockerPlugin(t, map[string]any{"grace": "0s"})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	spec := dockerSpec(t, cli, "")
+	if err := p.Prepare(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		sb, err := p.Deploy(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := make([]error, 4)
+		var wg sync.WaitGroup
+		for i := range errs {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[i] = p.Terminate(ctx, sb) }()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+				t.Fatalf("round %d, terminate %d: %v", round, i, err)
+			}
+		}
+		if _, err := cli.ContainerInspect(ctx, objectPrefix+sb.ID, client.ContainerInspectOptions{}); !cerrdefs.IsNotFound(err) {
+			t.Fatalf("round %d: the container is still there (%v)", round, err)
+		}
 	}
 }

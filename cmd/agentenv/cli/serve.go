@@ -125,7 +125,7 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 		return listenError(o.Addr, err)
 	}
 	err = serve.Run(dir, serve.Options{
-		Listener: ln, Addr: o.Addr, Version: version, Logger: log,
+		Listener: ln, Addr: o.Addr, Version: version, Logger: log, ShutdownTimeout: o.ShutdownTimeout,
 		Runtime: runtime.Options{
 			Sandbox: o.Sandbox, SandboxConfig: sandboxCfg, Reward: o.Reward, ToolFormat: o.ToolFormat,
 			Plugins: pluginhost.Options{ReloadOnSIGHUP: true, IsolateToolFormats: o.IsolateToolFormats},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentenv/agentenv/core/serve"
 	"maps"
 	"os"
 	"path/filepath"
@@ -30,6 +31,7 @@ type serveOptions struct {
 	MaxConcurrentEnvs int
 	TokenVar          string
 	IdleTimeout       time.Duration
+	ShutdownTimeout   time.Duration
 	LogJSON           bool
 	LogLevel          string
 	Limits            serveLimits
@@ -56,6 +58,7 @@ func defaultServeOptions() serveOptions {
 		ToolFormat:        "hermes",
 		MaxConcurrentEnvs: 64,
 		IdleTimeout:       30 * time.Minute,
+		ShutdownTimeout:   serve.DefaultShutdownTimeout,
 		LogLevel:          "info",
 		Limits:            defaultServeLimits(),
 		RecordFileMB:      transcript.DefaultMaxFileBytes >> 20,
@@ -75,6 +78,7 @@ func (o *serveOptions) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.Warm, "warm", o.Warm, "sandboxes per env kept deployed, ready and unused for resets to take (they count against --max-concurrent-envs)")
 	f.StringVar(&o.TokenVar, "token-var", o.TokenVar, "environment variable holding the token every request but /health must carry (empty: no token)")
 	f.DurationVar(&o.IdleTimeout, "idle-timeout", o.IdleTimeout, "close a session and its episode after this long without a reset or step (0: never)")
+	f.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "after the first stop signal, how long draining sessions and tearing down live sandboxes may take (what is left then is reaped at the next start)")
 	f.BoolVar(&o.LogJSON, "log-json", o.LogJSON, "log JSON lines instead of text")
 	f.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: trace, debug, info, warn, error")
 	f.BoolVar(&o.ErrorDetail, "error-detail", o.ErrorDetail, "send clients the full detail of DEPLOY_FAILED (server paths, env command lines and output, which may print secrets); for a server only you use. Without it clients get the env and a short cause, and the log the detail")
