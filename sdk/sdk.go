@@ -55,3 +55,11 @@ var ErrNotFound = errors.New("not found")
 // ErrUnsupported is returned (wrapped) by optional calls a plugin does not
 // implement; it survives the trip from plugin to host.
 var ErrUnsupported = errors.New("unsupported")
+
+// ErrCrashed is wrapped by the host's errors for calls whose plugin process
+// died under them, or that were made while it was down and being restarted.
+// It lives here rather than in the host so that code holding a sandbox
+// Driver, a toolformat Parser or a reward Combiner can tell a crash from a
+// refusal without knowing whether it holds a plugin proxy or plugin code
+// linked in process.
+var ErrCrashed = errors.New("plugin process crashed")

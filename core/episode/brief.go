@@ -8,8 +8,8 @@ import (
 	"syscall"
 
 	"github.com/agentenv/agentenv/core/envclient"
-	"github.com/agentenv/agentenv/core/pluginhost"
 	"github.com/agentenv/agentenv/core/threadlimit"
+	"github.com/agentenv/agentenv/sdk"
 )
 
 // briefError is a failure whose detail (server paths, an env's command
@@ -71,7 +71,7 @@ func callFailure(err error, env, sandboxID, what string) error {
 // transportCause says in a few words why a call to an env got no answer.
 func transportCause(err error) string {
 	switch {
-	case errors.Is(err, pluginhost.ErrCrashed):
+	case errors.Is(err, sdk.ErrCrashed):
 		return "the sandbox plugin died"
 	case errors.Is(err, envclient.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		return "it did not answer in time"

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/agentenv/agentenv/core/envclient"
-	"github.com/agentenv/agentenv/core/pluginhost"
+	"github.com/agentenv/agentenv/sdk"
 )
 
 // Phase names a part of an episode's time. The phases of one episode add
@@ -203,7 +203,7 @@ func (o Observers) EpisodeEnded(r Result) {
 // when nothing more telling shows in err.
 func causeOf(err error, dflt Cause) Cause {
 	switch {
-	case errors.Is(err, pluginhost.ErrCrashed):
+	case errors.Is(err, sdk.ErrCrashed):
 		return CausePluginDied
 	case errors.Is(err, envclient.ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, errTimedOut):
 		return CauseTimeout

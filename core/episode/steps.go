@@ -11,7 +11,7 @@ import (
 
 	"github.com/agentenv/agentenv/core/bundle"
 	"github.com/agentenv/agentenv/core/envclient"
-	"github.com/agentenv/agentenv/core/pluginhost"
+	"github.com/agentenv/agentenv/sdk"
 	"github.com/agentenv/agentenv/sdk/sandbox"
 )
 
@@ -121,7 +121,7 @@ func (e *Engine) deployCounted(ctx context.Context, name string, labels map[stri
 	spec.Labels[sandbox.LabelCreated] = time.Now().UTC().Format(time.RFC3339)
 	start := time.Now()
 	sb, err := e.cfg.Sandbox.Deploy(ctx, spec)
-	if err != nil && errors.Is(err, pluginhost.ErrCrashed) && ctx.Err() == nil {
+	if err != nil && errors.Is(err, sdk.ErrCrashed) && ctx.Err() == nil {
 		// One crash of the sandbox plugin fails every deploy in flight
 		// across the server: each goes again, once, on the restarted
 		// process (the call waits for the restart), under a new nonce so
@@ -141,7 +141,7 @@ func (e *Engine) deployCounted(ctx context.Context, name string, labels map[stri
 				"env %q was not ready within the deploy timeout (%s)", name, e.cfg.DeployTimeout)
 		}
 		why := "the sandbox could not start it"
-		if errors.Is(err, pluginhost.ErrCrashed) {
+		if errors.Is(err, sdk.ErrCrashed) {
 			why = "the sandbox plugin crashed"
 		}
 		return nil, withBrief(fmt.Errorf("deploying env %q: %w", name, err), "env %q could not be deployed: %s", name, why)

@@ -32,9 +32,6 @@ import (
 var (
 	// ErrNotFound: no plugin of that kind and name was found.
 	ErrNotFound = errors.New("plugin not found")
-	// ErrCrashed is wrapped by the errors of calls whose plugin process
-	// died under them, and by calls made while it is down.
-	ErrCrashed = errors.New("plugin process crashed")
 	// ErrClosed: the host was closed.
 	ErrClosed = errors.New("plugin host closed")
 )

@@ -100,8 +100,8 @@ func TestKilledPluginIsRestarted(t *testing.T) {
 	for range inflight {
 		select {
 		case err := <-errs:
-			if !errors.Is(err, ErrCrashed) || !strings.Contains(err.Error(), "plugin reward-v") || !strings.Contains(err.Error(), strconv.Itoa(pid)) {
-				t.Fatalf("in-flight call error = %v; want ErrCrashed naming reward-v and pid %d", err, pid)
+			if !errors.Is(err, sdk.ErrCrashed) || !strings.Contains(err.Error(), "plugin reward-v") || !strings.Contains(err.Error(), strconv.Itoa(pid)) {
+				t.Fatalf("in-flight call error = %v; want sdk.ErrCrashed naming reward-v and pid %d", err, pid)
 			}
 		case <-timeout:
 			t.Fatal("in-flight calls hang after the plugin was killed")

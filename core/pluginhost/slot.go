@@ -124,9 +124,9 @@ func (s *slot) failed(ctx context.Context, in *instance, err error) error {
 		return fmt.Errorf("plugin %s (pid %d) was stopped during the call: %w: %w", s.id(), in.pid, ErrClosed, err)
 	}
 	if !current && !in.exited() {
-		return fmt.Errorf("plugin %s (pid %d) was stopped during the call: %w: %w", s.id(), in.pid, ErrCrashed, err)
+		return fmt.Errorf("plugin %s (pid %d) was stopped during the call: %w: %w", s.id(), in.pid, sdk.ErrCrashed, err)
 	}
-	return fmt.Errorf("plugin %s (pid %d) crashed during the call and is being restarted: %w: %w", s.id(), in.pid, ErrCrashed, err)
+	return fmt.Errorf("plugin %s (pid %d) crashed during the call and is being restarted: %w: %w", s.id(), in.pid, sdk.ErrCrashed, err)
 }
 
 // unreachable reports whether err means the plugin process could not be
@@ -151,7 +151,7 @@ func (s *slot) crashedLocked(in *instance, cause error) {
 		s.failures = 0
 	}
 	s.failures++
-	s.lastErr = fmt.Errorf("%w (pid %d): %s", ErrCrashed, in.pid, why)
+	s.lastErr = fmt.Errorf("%w (pid %d): %s", sdk.ErrCrashed, in.pid, why)
 	s.log.Error("plugin crashed; restarting", "pid", in.pid, "why", why, "stderr", lastLine(in.stderr.String()))
 	s.h.wg.Add(1)
 	go func() { // reaps it and anything left in its process group

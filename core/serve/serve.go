@@ -134,7 +134,7 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 	// The live page (/ui), behind the same token.
 	livePage := "off (--ui=false)"
 	if !o.NoUI {
-		page := ui.New(ui.Options{Title: b.Name, Live: srv.Live, Recent: so.Recent, Open: so.Token == "",
+		page := ui.New(ui.Options{Title: b.Name, Live: srv.Live, Recent: o.Transcripts.Recent, Open: so.Token == "",
 			ErrorDetail: so.ErrorDetail, Logger: log.Named("ui")})
 		srv.HandlePage(ui.Prefix, page.Server())
 		livePage = "http://" + ln.Addr().String() + ui.Prefix + "/"

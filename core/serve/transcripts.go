@@ -24,7 +24,7 @@ type Transcripts struct {
 	MaxFileBytes int64
 	Queue        int
 	// Recent, when set, keeps the last records in memory; Run hands it to
-	// the server (server.Options.Recent) for the pages that show them.
+	// the live page (ui.Options.Recent), which shows them.
 	Recent *transcript.Recent
 }
 
@@ -55,7 +55,6 @@ func (t Transcripts) open(ro *runtime.Options, so *server.Options, bundle, serve
 	}
 	if t.Recent != nil {
 		sinks = append(sinks, t.Recent)
-		so.Recent = t.Recent
 	}
 	ro.Transcripts = true
 	ro.Observer = episode.Observers{ro.Observer, transcript.Observer{Sink: sinks, Bundle: bundle, Server: serverID}}

@@ -20,7 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/agentenv/agentenv/core/episode"
-	"github.com/agentenv/agentenv/core/transcript"
 )
 
 // Defaults for zero Options fields.
@@ -93,9 +92,6 @@ type Options struct {
 	// env's secrets); by default they get the env and a short cause, and
 	// the detail goes to the log. For a server only its operator uses.
 	ErrorDetail bool
-	// Recent, when set, holds the records of the last episodes ended
-	// (core/transcript), for the pages that show them; serve feeds it.
-	Recent *transcript.Recent
 }
 
 // failureMessage is what a client is told of err (its code travels beside
