@@ -1,12 +1,8 @@
 package importrules
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"io"
-	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -34,40 +30,30 @@ var rules = []rule{
 	{prefix: repo + "cmd/agentenv/cli", allowed: []string{repo + "sdk", repo + "client", repo + "core/"}},
 }
 
-type pkg struct {
-	ImportPath string
-	Deps       []string
-}
+// repoPackages lists every package of the workspace once per test run.
+var repoPackages = sync.OnceValues(func() ([]Package, error) {
+	return List(".", repo+"...", nil)
+})
 
 func TestImportRules(t *testing.T) {
-	cmd := exec.Command("go", "list", "-json=ImportPath,Deps", repo+"...")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	pkgs, err := repoPackages()
 	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.String())
+		t.Fatal(err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(out))
 	checked := map[string]int{}
-	for {
-		var p pkg
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("decode go list output: %v", err)
-		}
+	for _, p := range pkgs {
 		for _, r := range rules {
-			if !under(p.ImportPath, r.prefix) {
+			if !inPrefix(p.ImportPath, r.prefix) {
 				continue
 			}
 			checked[r.prefix]++
 			for _, d := range p.Deps {
-				if !strings.HasPrefix(d, repo) || under(d, own(p.ImportPath, r.prefix)) {
+				if !strings.HasPrefix(d, repo) || inPrefix(d, own(p.ImportPath, r.prefix)) {
 					continue
 				}
 				ok := false
 				for _, a := range r.allowed {
-					ok = ok || under(d, a)
+					ok = ok || inPrefix(d, a)
 				}
 				if !ok {
 					t.Errorf("%s depends on %s: packages under %s may use only %v of ours", p.ImportPath, d, r.prefix, r.allowed)
@@ -82,8 +68,8 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
-// under reports whether path is prefix itself or inside it.
-func under(path, prefix string) bool {
+// inPrefix reports whether path is prefix itself or inside it.
+func inPrefix(path, prefix string) bool {
 	if strings.HasSuffix(prefix, "/") {
 		return strings.HasPrefix(path, prefix)
 	}
