@@ -139,7 +139,9 @@ func playEpisode(ctx context.Context, s *client.Session) error {
 // the order rotated each round, until each has played b.N; episodes per
 // second is episodes over the blocks' summed wall time, and each server's
 // CPU per episode is its process tree's (serve, the sandbox plugin and the
-// env processes; OpenEnv's one process) over its own blocks.
+// env processes; OpenEnv's one process) over its own blocks, with the
+// server process's own CPU and the clients' (this process's) beside it:
+// on a 2-core machine they share the cores.
 //
 // Goals (issue 31): with reuse, fresh-connection episodes/s ≥ 2× OpenEnv's;
 // with fresh envs ≥ 1×.
@@ -168,7 +170,9 @@ func BenchmarkOpenEnvEpisodes(b *testing.B) {
 		conns   []*client.Session // one per client when !newConn
 		eps     int
 		wall    time.Duration
-		cpu     float64
+		cpu     float64 // the server's process tree
+		own     float64 // the server's own process
+		client  float64 // this benchmark's process: the 8 clients
 	}
 	var all []*series
 	for _, srv := range []struct {
@@ -207,7 +211,7 @@ func BenchmarkOpenEnvEpisodes(b *testing.B) {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		next := 0
-		cpu0 := treeCPU(b, s.pid)
+		cpu0, own0, client0 := treeCPU(b, s.pid), cpuSeconds(b, s.pid), selfCPU()
 		t := time.Now()
 		for w := range workers {
 			wg.Add(1)
@@ -231,6 +235,8 @@ func BenchmarkOpenEnvEpisodes(b *testing.B) {
 		wg.Wait()
 		s.wall += time.Since(t)
 		s.cpu += treeCPU(b, s.pid) - cpu0
+		s.own += cpuSeconds(b, s.pid) - own0
+		s.client += selfCPU() - client0
 		s.eps += n
 		if b.Failed() {
 			b.FailNow()
@@ -241,7 +247,7 @@ func BenchmarkOpenEnvEpisodes(b *testing.B) {
 		runBlock(s, block)
 	}
 	for _, s := range all {
-		s.eps, s.wall, s.cpu = 0, 0, 0
+		s.eps, s.wall, s.cpu, s.own, s.client = 0, 0, 0, 0, 0
 	}
 	b.ResetTimer()
 	for round := 0; all[0].eps < b.N; round++ {
@@ -257,6 +263,8 @@ func BenchmarkOpenEnvEpisodes(b *testing.B) {
 		rate[s.name] = float64(s.eps) / s.wall.Seconds()
 		b.ReportMetric(rate[s.name], s.name+"-episodes/s")
 		b.ReportMetric(s.cpu*1e3/float64(s.eps), s.name+"-cpu-ms/episode")
+		b.ReportMetric(s.own*1e3/float64(s.eps), s.name+"-server-cpu-ms/episode")
+		b.ReportMetric(s.client*1e3/float64(s.eps), s.name+"-client-cpu-ms/episode")
 	}
 	for _, conn := range []string{"newconn", "keptconn"} {
 		oe := rate["openenv-"+conn]
