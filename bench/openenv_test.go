@@ -63,8 +63,9 @@ func openenvSetup(b *testing.B) map[string]string {
 }
 
 // serveOpenEnv runs bench/openenv/echo_env.py: OpenEnv's own server
-// (create_app, uvicorn, websockets) with an env doing a GridSim step's work.
-func serveOpenEnv(b *testing.B, env map[string]string) *process {
+// (create_app, uvicorn, websockets) with an env doing a GridSim step's work;
+// extra are more KEY=value variables for it.
+func serveOpenEnv(b *testing.B, env map[string]string, extra ...string) *process {
 	b.Helper()
 	addr := freePort(b)
 	_, port, err := net.SplitHostPort(addr)
@@ -72,7 +73,7 @@ func serveOpenEnv(b *testing.B, env map[string]string) *process {
 		b.Fatal(err)
 	}
 	cmd := exec.Command(env["PYTHON"], "openenv/echo_env.py", "--port", port)
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+env["PYTHONPATH"])
+	cmd.Env = append(append(os.Environ(), "PYTHONPATH="+env["PYTHONPATH"]), extra...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	return startCmd(b, addr, cmd)
 }

@@ -6,7 +6,10 @@ the same frame agentenv's client sends), holding one hermes
 ``<tool_call>`` that submits a schedule; the step reads the call, checks
 the schedule (24 values in {-1, 0, 1}, the battery's charge kept between
 empty and full), prices it, and answers with one tool message worded as
-GridSim's ``submit_schedule`` answer. The observation has agentenv's shape
+GridSim's ``submit_schedule`` answer. A reply without a tool call ends the
+episode, as GridSim's final reply does: done, with the last valid
+schedule's profit (in dollars, 0 without one) as the reward (for
+BenchmarkOpenEnvEpisodes). The observation has agentenv's shape
 (episode_id, task_id, messages, turn), so agentenv's Go client reads both
 servers alike.
 
@@ -83,6 +86,7 @@ class GridStepEnvironment(Environment):
         self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
         self._task_id = ""
         self._submitted = 0
+        self._profit_cents = 0.0
 
     def reset(
         self,
@@ -94,6 +98,7 @@ class GridStepEnvironment(Environment):
         self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
         self._task_id = task_id
         self._submitted = 0
+        self._profit_cents = 0.0
         return ChatObservation(
             episode_id=self._state.episode_id,
             task_id=task_id,
@@ -105,6 +110,15 @@ class GridStepEnvironment(Environment):
 
     def step(self, action: ReplyAction, timeout_s: Optional[float] = None, **kwargs: Any) -> ChatObservation:
         self._state.step_count += 1
+        if TOOL_CALL.search(action.reply) is None:
+            # The final reply: the episode is over, scored as GridSim grades it.
+            return ChatObservation(
+                episode_id=self._state.episode_id,
+                task_id=self._task_id,
+                turn=self._state.step_count,
+                done=True,
+                reward=self._profit_cents / 100,
+            )
         messages = [{"role": "tool", "content": self._submit(action.reply)}]
         return ChatObservation(
             episode_id=self._state.episode_id,
@@ -147,6 +161,7 @@ class GridStepEnvironment(Environment):
             if not 0 <= charge <= CAPACITY_HOURS * 100:
                 return f"schedule rejected: the battery leaves its range at hour {h}."
         self._submitted += 1
+        self._profit_cents = revenue - cost
         return (
             f"Schedule accepted (valid submission {self._submitted}). It buys {bought * POWER_MW} MWh "
             f"for {money(cost)} and sells {sold * POWER_MW * EFFICIENCY_PCT / 100:g} MWh for "
