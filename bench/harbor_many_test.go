@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -323,7 +324,12 @@ func bareRound(b *testing.B, env *bundle.Env, tests, term string, n int) (played
 				return
 			}
 			for _, cmd := range []string{solve, "bash /tests/test.sh && cat /logs/verifier/reward.txt"} {
-				res, err := c.Call(ctx, "shell", map[string]any{"command": cmd}, 2*time.Minute)
+				args, err := json.Marshal(map[string]string{"command": cmd})
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				res, err := c.CallTool(ctx, "shell", args, 2*time.Minute)
 				if err != nil || res.IsError || !strings.HasPrefix(res.Text, "exit code: 0") {
 					errs[i] = fmt.Errorf("shell %q: %v %s", cmd, err, res.Text)
 					return

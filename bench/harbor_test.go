@@ -158,7 +158,11 @@ func answers(addr string) bool {
 // text, failing on a tool error or a non-zero exit.
 func shellCall(b *testing.B, c *envclient.Client, command string) string {
 	b.Helper()
-	res, err := c.Call(context.Background(), "shell", map[string]any{"command": command}, time.Minute)
+	args, err := json.Marshal(map[string]string{"command": command})
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := c.CallTool(context.Background(), "shell", args, time.Minute)
 	if err != nil || res.IsError || !strings.HasPrefix(res.Text, "exit code: 0") {
 		b.Fatalf("shell %q: %v %s", command, err, res.Text)
 	}
@@ -237,6 +241,10 @@ func BenchmarkHarborDeployToReady(b *testing.B) {
 	if verify.VerifierEnv != nil {
 		runTests["env"] = verify.VerifierEnv
 	}
+	runTestsArgs, err := json.Marshal(runTests)
+	if err != nil {
+		b.Fatal(err)
+	}
 
 	ours := func() (ready, verified time.Duration) {
 		t := time.Now()
@@ -256,7 +264,7 @@ func BenchmarkHarborDeployToReady(b *testing.B) {
 		ready = time.Since(t)
 		shellCall(b, c, solve)
 		t = time.Now()
-		res, err := c.Call(dctx, episode.RunTestsTool, runTests, 2*time.Minute)
+		res, err := c.CallTool(dctx, episode.RunTestsTool, runTestsArgs, 2*time.Minute)
 		verified = time.Since(t)
 		if err != nil || res.IsError || !strings.Contains(res.Text, `"reward":1`) {
 			b.Fatalf("run_tests: %v %s", err, res.Text)

@@ -32,7 +32,7 @@ type Result struct {
 	// IsError is set when the tool reported an error; Text says what.
 	IsError bool
 	// Cut counts the bytes of the env's answer left unread past the
-	// call's limit (CallLimited); Text holds what was kept.
+	// call's limit (CallRawLimited); Text holds what was kept.
 	Cut int64
 }
 
@@ -46,8 +46,8 @@ type Options struct {
 	RetryInterval time.Duration
 	// ClientName is sent in initialize (default "agentenv").
 	ClientName string
-	// MaxResultBytes bounds what Call and CallTool read of a tool's answer
-	// (see CallLimited; 0 = no bound).
+	// MaxResultBytes bounds what CallTool reads of a tool's answer
+	// (see CallRawLimited; 0 = no bound).
 	MaxResultBytes int64
 
 	// sdkCalls makes tool calls through the SDK's session, never the lean
@@ -225,9 +225,10 @@ func (c *Client) leanListTools(ctx context.Context) ([]Tool, error) {
 var ErrTimeout = errors.New("tool call timed out")
 
 // CallTool calls a tool with arguments (a JSON object; empty means {}),
-// waiting at most timeout (0 = only ctx bounds it). A tool that reports an
-// error is a Result with IsError, not an error; an error means the env did
-// not answer properly (down, timed out, protocol error).
+// waiting at most timeout (0 = only ctx bounds it) and reading at most
+// Options.MaxResultBytes of its answer. A tool that reports an error is a
+// Result with IsError, not an error; an error means the env did not
+// answer properly (down, timed out, protocol error).
 func (c *Client) CallTool(ctx context.Context, name string, arguments json.RawMessage, timeout time.Duration) (Result, error) {
 	args := map[string]any{}
 	if len(arguments) > 0 && string(arguments) != "null" {
@@ -235,28 +236,16 @@ func (c *Client) CallTool(ctx context.Context, name string, arguments json.RawMe
 			return Result{}, fmt.Errorf("calling %s: arguments are not a JSON object: %w", name, err)
 		}
 	}
-	return c.Call(ctx, name, args, timeout)
+	return c.callLimited(ctx, name, args, timeout, c.limit)
 }
 
-// Call calls a tool with arguments already decoded (numbers may be
-// json.Number, sent as written), within timeout (0 = ctx's deadline only),
-// reading at most Options.MaxResultBytes of its answer.
-func (c *Client) Call(ctx context.Context, name string, args map[string]any, timeout time.Duration) (Result, error) {
-	return c.CallLimited(ctx, name, args, timeout, c.limit)
-}
-
-// CallLimited is Call reading at most about limit bytes of string content
-// from the env's answer (0 = no limit): longer strings are cut as the
-// answer streams in, never held whole, and Result.Cut counts what was
+// CallRawLimited is CallTool with the arguments sent as written (key
+// order, number spelling and escapes are the caller's, only the whitespace
+// between tokens goes), reading at most about limit bytes of string
+// content from the env's answer (0 = no limit): longer strings are cut as
+// the answer streams in, never held whole, and Result.Cut counts what was
 // dropped. Short strings (keys, types) and the answer's structure are
 // kept, so the answer still decodes; Text may exceed limit by them.
-func (c *Client) CallLimited(ctx context.Context, name string, args map[string]any, timeout time.Duration, limit int64) (Result, error) {
-	return c.callLimited(ctx, name, args, timeout, limit)
-}
-
-// CallRawLimited is CallLimited with the arguments as JSON text (an
-// object), sent as written: key order, number spelling and escapes are
-// the caller's, only the whitespace between tokens goes.
 func (c *Client) CallRawLimited(ctx context.Context, name string, args json.RawMessage, timeout time.Duration, limit int64) (Result, error) {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")

@@ -2,6 +2,7 @@ package envclient_test
 
 import (
 	"context"
+	"encoding/json"
 	"runtime"
 	"strings"
 	"testing"
@@ -41,10 +42,13 @@ func TestCallLimitedCutsLongResults(t *testing.T) {
 			for _, tc := range tests {
 				t.Run(tc.name, func(t *testing.T) {
 					ctx := context.Background()
-					args := map[string]any{"bytes": tc.bytes, "parts": tc.parts, "char": tc.char}
+					args, err := json.Marshal(map[string]any{"bytes": tc.bytes, "parts": tc.parts, "char": tc.char})
+					if err != nil {
+						t.Fatal(err)
+					}
 					var before, after runtime.MemStats
 					runtime.ReadMemStats(&before)
-					res, err := c.CallLimited(ctx, "flood", args, 5*time.Minute, limit) // a guard: -race on a busy machine is slow
+					res, err := c.CallRawLimited(ctx, "flood", args, 5*time.Minute, limit) // a guard: -race on a busy machine is slow
 					runtime.ReadMemStats(&after)
 					if err != nil {
 						t.Fatal(err)
