@@ -301,48 +301,9 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 			tool(ep.nextPrompt())
 			continue
 		}
-		ep.calls++
-		if t.outOfTime() {
-			rep.fail(c.Name + " was not run: the task's time for the agent ran out.")
-			continue
+		if err := ep.runCall(ctx, t, rep, c); err != nil {
+			return err
 		}
-		if !rep.admit() {
-			rep.fail(rep.notRun(c.Name))
-			continue
-		}
-		o := t.byName[c.Name]
-		if o == nil {
-			ep.invalid++
-			rep.fail(fmt.Sprintf("there is no tool %q. The tools are: %s.", c.Name, strings.Join(offeredNames(t.offer), ", ")))
-			continue
-		}
-		args, err := ep.e.cfg.Limits.checkCall(o, c.Arguments)
-		if err != nil {
-			ep.invalid++
-			rep.fail(fmt.Sprintf("invalid arguments for %s: %v", c.Name, err))
-			continue
-		}
-		if o.env == nil { // end_turn in a single-turn task cannot happen; guard anyway
-			rep.fail(c.Name + " cannot be called now.")
-			continue
-		}
-		// The answer is read no further than this result may hold: the
-		// rest streams past unread.
-		callStart := time.Now()
-		res, err := o.env.client.CallRawLimited(ctx, c.Name, args, ep.e.callTimeout(o.env), max(rep.resultRoom(), 1))
-		ep.timed(PhaseTool, o.env.name, callStart)
-		if err != nil {
-			// The sandbox id names where the env ran (a pod, a container) so
-			// an env that died mid-episode can be looked up.
-			return &Error{Code: CodeExecution, Cause: causeOf(err, CauseEnvCrashed),
-				Err: callFailure(fmt.Errorf("env %q (sandbox %s): %w", o.env.name, o.env.sb.ID, err), o.env.name, o.env.sb.ID, "the call of "+c.Name)}
-		}
-		prefix := ""
-		if res.IsError {
-			ep.toolErrs++
-			prefix = "Error: "
-		}
-		rep.toolResult(prefix, res.Text, res.Cut)
 	}
 	rep.finish()
 	noCall := !ended && len(parsed.Calls) == 0 && len(parsed.Unparsed) == 0 && parsed.CallsOmitted == 0
@@ -372,6 +333,56 @@ func (ep *episode) step(ctx context.Context, reply string, obs *Observation) err
 	ep.answers[t.step.ID] = answer
 	ep.turn = nil
 	return ep.advance(ctx, obs, viaEndTurn)
+}
+
+// runCall runs one tool call of the reply and writes its answer to rep; a
+// call refused (out of time, over the reply's limits, no such tool, bad
+// arguments) is answered with why. The error is the episode's end: the
+// env failed the call itself.
+func (ep *episode) runCall(ctx context.Context, t *turn, rep *replyReport, c toolformat.Call) error {
+	ep.calls++
+	if t.outOfTime() {
+		rep.fail(c.Name + " was not run: the task's time for the agent ran out.")
+		return nil
+	}
+	if !rep.admit() {
+		rep.fail(rep.notRun(c.Name))
+		return nil
+	}
+	o := t.byName[c.Name]
+	if o == nil {
+		ep.invalid++
+		rep.fail(fmt.Sprintf("there is no tool %q. The tools are: %s.", c.Name, strings.Join(offeredNames(t.offer), ", ")))
+		return nil
+	}
+	args, err := ep.e.cfg.Limits.checkCall(o, c.Arguments)
+	if err != nil {
+		ep.invalid++
+		rep.fail(fmt.Sprintf("invalid arguments for %s: %v", c.Name, err))
+		return nil
+	}
+	if o.env == nil { // end_turn in a single-turn task cannot happen; guard anyway
+		rep.fail(c.Name + " cannot be called now.")
+		return nil
+	}
+	// The answer is read no further than this result may hold: the
+	// rest streams past unread.
+	callStart := time.Now()
+	res, err := o.env.client.CallRawLimited(ctx, c.Name, args, ep.e.callTimeout(o.env), max(rep.resultRoom(), 1))
+	ep.timed(PhaseTool, o.env.name, callStart)
+	if err != nil {
+		// The sandbox id names where the env ran (a pod, a container) so
+		// an env that died mid-episode can be looked up.
+		return &Error{Code: CodeExecution, Cause: causeOf(err, CauseEnvCrashed),
+			Err: callFailure(fmt.Errorf("env %q (sandbox %s): %w", o.env.name, o.env.sb.ID, err), o.env.name, o.env.sb.ID, "the call of "+c.Name)}
+	}
+	prefix := ""
+	if res.IsError {
+		ep.toolErrs++
+		prefix = "Error: "
+	}
+	rep.toolResult(prefix, res.Text, res.Cut)
+	return nil
 }
 
 // parse reads the reply's tool calls within the parse time limit. A
