@@ -261,4 +261,11 @@ func TestPageBesideORS(t *testing.T) {
 	if code, body := getWith(t, ts, "/ui/"); code != http.StatusOK || body != "PAGE /ui/" {
 		t.Errorf("GET /ui/: %d %q, want the page", code, body)
 	}
+	// The page has the rest of its paths, an ORS path's other methods too.
+	if code, body := do(t, http.MethodPost, ts.url("/ui/splits"), "", `{}`); code != http.StatusOK || body != "PAGE /ui/splits" {
+		t.Errorf("POST /ui/splits: %d %q, want the page", code, body)
+	}
+	if code, body := get(t, ts.url("/ui/num_tasks"), ""); code != http.StatusOK || body != "PAGE /ui/num_tasks" {
+		t.Errorf("GET /ui/num_tasks: %d %q, want the page", code, body)
+	}
 }
