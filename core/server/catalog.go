@@ -2,11 +2,9 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/agentenv/agentenv/core/episode"
@@ -163,134 +161,4 @@ func (s *Server) handleToolsetTools(w http.ResponseWriter, r *http.Request) {
 		tools = []episode.Tool{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"toolset": id, "tools": openAITools(tools)})
-}
-
-// handleORS serves the ORS-style task API OpenEnv task servers expose:
-// GET /list_environments, GET /{env}/splits, POST /{env}/tasks,
-// /{env}/num_tasks, /{env}/task and /{env}/task_range.
-func (s *Server) handleORS(w http.ResponseWriter, r *http.Request) {
-	path := strings.Trim(r.URL.Path, "/")
-	if path == "list_environments" && r.Method == http.MethodGet {
-		writeJSON(w, http.StatusOK, []string{s.opts.Info.Name})
-		return
-	}
-	env, op, ok := strings.Cut(path, "/")
-	if !ok || strings.Contains(op, "/") {
-		writeHTTPError(w, http.StatusNotFound, CodeNotFound, "no such endpoint: "+r.URL.Path)
-		return
-	}
-	if env != s.opts.Info.Name {
-		writeHTTPError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("Environment %q not found; this server serves %q", env, s.opts.Info.Name))
-		return
-	}
-	want := http.MethodPost
-	if op == "splits" {
-		want = http.MethodGet
-	}
-	switch op {
-	case "splits", "tasks", "num_tasks", "task", "task_range":
-	default:
-		writeHTTPError(w, http.StatusNotFound, CodeNotFound, "no such endpoint: "+r.URL.Path)
-		return
-	}
-	if r.Method != want {
-		w.Header().Set("Allow", want)
-		writeHTTPError(w, http.StatusMethodNotAllowed, CodeValidation, fmt.Sprintf("%s needs %s", r.URL.Path, want))
-		return
-	}
-	if op == "splits" {
-		out := []map[string]string{}
-		for _, sp := range s.opts.Catalog.Splits() {
-			out = append(out, map[string]string{"name": sp.Name, "type": orsSplitType(sp.Name)})
-		}
-		writeJSON(w, http.StatusOK, out)
-		return
-	}
-	var body struct {
-		Split string `json:"split"`
-		Index *int   `json:"index"`
-		Start *int   `json:"start"`
-		Stop  *int   `json:"stop"`
-	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
-	if err := dec.Decode(&body); err != nil {
-		writeHTTPError(w, http.StatusUnprocessableEntity, CodeValidation, "request body: "+err.Error())
-		return
-	}
-	if body.Split == "" {
-		writeHTTPError(w, http.StatusUnprocessableEntity, CodeValidation, `request body: "split" is required`)
-		return
-	}
-	record := func(t TaskEntry) map[string]any {
-		return map[string]any{"index": t.Index, "task_id": t.TaskID, "toolset": t.Toolset, "split": body.Split}
-	}
-	records := func(ts []TaskEntry) []map[string]any {
-		out := make([]map[string]any, len(ts))
-		for i, t := range ts {
-			out[i] = record(t)
-		}
-		return out
-	}
-	switch op {
-	case "tasks":
-		ts, _, err := s.opts.Catalog.Tasks(body.Split, 0, -1)
-		if err != nil {
-			s.writeFailure(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"tasks": records(ts), "env_name": env})
-	case "num_tasks":
-		_, size, err := s.opts.Catalog.Tasks(body.Split, 0, 0)
-		if err != nil {
-			s.writeFailure(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"num_tasks": size})
-	case "task":
-		if body.Index == nil || *body.Index < 0 {
-			writeHTTPError(w, http.StatusBadRequest, CodeValidation, "Invalid task index")
-			return
-		}
-		ts, _, err := s.opts.Catalog.Tasks(body.Split, *body.Index, *body.Index+1)
-		if err != nil {
-			s.writeFailure(w, err)
-			return
-		}
-		if len(ts) == 0 {
-			writeHTTPError(w, http.StatusBadRequest, CodeValidation, "Invalid task index")
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"task": record(ts[0])})
-	case "task_range":
-		start, stop := 0, -1
-		if body.Start != nil {
-			start = *body.Start
-		}
-		if body.Stop != nil {
-			stop = *body.Stop
-		}
-		if start < 0 || (body.Stop != nil && stop < 0) {
-			writeHTTPError(w, http.StatusBadRequest, CodeValidation, "start and stop must not be negative")
-			return
-		}
-		if err := checkRange(start, stop); err != nil {
-			writeHTTPError(w, http.StatusBadRequest, CodeValidation, err.Error())
-			return
-		}
-		ts, _, err := s.opts.Catalog.Tasks(body.Split, start, stop)
-		if err != nil {
-			s.writeFailure(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"tasks": records(ts)})
-	}
-}
-
-// orsSplitType maps a split name to ORS's split types.
-func orsSplitType(name string) string {
-	switch name {
-	case "train", "validation", "test":
-		return name
-	}
-	return "validation"
 }

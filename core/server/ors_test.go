@@ -73,11 +73,13 @@ var orsCases = []orsCase{
 	{method: "GET", path: "/nowhere", status: 404, code: CodeNotFound, detail: "no such endpoint: /nowhere"},
 	{method: "DELETE", path: "/", status: 404, code: CodeNotFound, detail: "no such endpoint: /"},
 
-	// A trailing slash is the same path; HEAD is not GET.
-	{method: "GET", path: "/gridsim/splits/", status: 200, json: `[{"name":"all","type":"validation"},{"name":"train","type":"train"}]`},
-	{method: "GET", path: "/list_environments/", status: 200, json: `["gridsim"]`},
-	{method: "HEAD", path: "/gridsim/splits", status: 405, allow: "GET"},
-	{method: "HEAD", path: "/list_environments", status: 404},
+	// As on the server's other routes (net/http's patterns): a trailing
+	// slash is another path, and HEAD is answered as GET.
+	{method: "GET", path: "/gridsim/splits/", status: 404, code: CodeNotFound, detail: "no such endpoint: /gridsim/splits/"},
+	{method: "GET", path: "/list_environments/", status: 404, code: CodeNotFound, detail: "no such endpoint: /list_environments/"},
+	{method: "HEAD", path: "/gridsim/splits", status: 200},
+	{method: "HEAD", path: "/list_environments", status: 200},
+	{method: "HEAD", path: "/gridsim/tasks", status: 405, allow: "POST"},
 }
 
 func TestORSTaskAPI(t *testing.T) {

@@ -119,9 +119,8 @@ func (s *Server) HandlePage(prefix string, p Page) {
 	s.mux.Handle(prefix+"/", guarded)
 	if prefix == "/"+s.opts.Info.Name {
 		// A bundle named as the page keeps its ORS task API there.
-		for _, op := range []string{"GET /splits", "POST /tasks", "POST /num_tasks", "POST /task", "POST /task_range"} {
-			method, path, _ := strings.Cut(op, " ")
-			s.mux.Handle(method+" "+prefix+path, s.requireToken(http.HandlerFunc(s.handleORS)))
+		for _, op := range orsOps {
+			s.mux.Handle(op.method+" "+prefix+"/"+op.name, s.requireToken(s.ors))
 		}
 	}
 }

@@ -120,6 +120,7 @@ type Server struct {
 	conns    *connLimiter
 	upgrader websocket.Upgrader
 	mux      *http.ServeMux
+	ors      http.Handler // orsTaskAPI, also under a page named as the bundle
 	handler  http.Handler
 
 	mu       sync.Mutex
@@ -222,7 +223,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /tasks/{id...}", auth(s.handleTask))
 	mux.Handle("GET /toolsets/{id}/tools", auth(s.handleToolsetTools))
 	// Everything else: the ORS-style task API under /<bundle name>/, or 404.
-	mux.Handle("/", auth(s.handleORS))
+	s.ors = s.orsTaskAPI()
+	mux.Handle("/", s.requireToken(s.ors))
 	return mux
 }
 
