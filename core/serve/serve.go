@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentenv/agentenv/core/bundle"
+	"github.com/agentenv/agentenv/core/episode"
 	"github.com/agentenv/agentenv/core/runtime"
 	"github.com/agentenv/agentenv/core/server"
 	"github.com/agentenv/agentenv/core/transcript"
@@ -39,8 +40,10 @@ var ErrAbandoned = errors.New("second signal: teardown abandoned")
 
 // Options say what to serve and how. Runtime and Server are passed to
 // runtime.Open and server.New as they are, but for the fields Run sets
-// itself: Runtime.ServerID and Logger, and Server.Player, Catalog, Info,
-// PluginRestarts and Logger.
+// itself: Runtime.ServerID, Logger, Transcripts and Observer (when nil:
+// the server's metrics; the transcripts' recorder joins it), and
+// Server.Player, Catalog, Info, Readiness, PluginRestarts, Logger and
+// Metrics (when nil: new ones).
 type Options struct {
 	// Listener is where to serve; Addr is the address it was opened for,
 	// as the user wrote it, which names the server (runtime.ServerID).
@@ -85,30 +88,27 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 	if err != nil {
 		return err
 	}
-	ro := o.Runtime
-	ro.ServerID, ro.Logger = serverID, log
-	so := o.Server
-	if so.Metrics == nil {
-		so.Metrics = server.NewMetrics()
+	metrics := o.Server.Metrics
+	if metrics == nil {
+		metrics = server.NewMetrics()
 	}
-	if ro.Observer == nil {
-		ro.Observer = so.Metrics
-	}
-	if o.Transcripts.Recent == nil && !o.NoUI {
+	records := o.Transcripts
+	if records.Recent == nil && !o.NoUI {
 		// The live page (/ui) lists the last episodes ended: keep them.
-		o.Transcripts.Recent = transcript.NewRecent(0, 0)
+		records.Recent = transcript.NewRecent(0, 0)
 	}
 	bundleName, err := bundle.NameOf(dir) // the runtime loads the bundle later
 	if err != nil {
 		return err
 	}
-	closeTranscripts, err := o.Transcripts.open(&ro, &so, bundleName, serverID, log)
+	recorder, closeTranscripts, err := records.open(metrics, bundleName, serverID, log)
 	if err != nil {
 		return err
 	}
 	// Deferred: it runs after the engine closed, so the episodes the drain
 	// ends are recorded too.
 	defer closeTranscripts()
+	ro := o.runtimeOptions(serverID, log, metrics, recorder)
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
 	rt, err := runtime.Open(ctx, dir, ro)
@@ -123,10 +123,8 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 	// The server listens while the envs build (minutes on a cold machine):
 	// /health says "preparing" and everything else PREPARING until then.
 	ready := server.NewReadiness(rt.Engine.EnvNames())
-	so.Metrics.Prime(sandboxLabel(ro.Sandbox), rt.Engine.EnvNames())
-	so.Player, so.Catalog, so.Info, so.Logger = rt.Engine, server.NewBundleCatalog(b), info, log.Named("server")
-	so.PluginRestarts = func() float64 { return float64(rt.Restarts()) }
-	so.Readiness = ready
+	metrics.Prime(sandboxLabel(ro.Sandbox), rt.Engine.EnvNames())
+	so := o.serverOptions(rt, info, metrics, ready, log)
 	srv, err := server.New(so)
 	if err != nil {
 		return errors.Join(err, rt.Close(context.Background()))
@@ -134,7 +132,7 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 	// The live page (/ui), behind the same token.
 	livePage := "off (--ui=false)"
 	if !o.NoUI {
-		page := ui.New(ui.Options{Title: b.Name, Live: srv.Live, Recent: o.Transcripts.Recent, Open: so.Token == "",
+		page := ui.New(ui.Options{Title: b.Name, Live: srv.Live, Recent: records.Recent, Open: so.Token == "",
 			ErrorDetail: so.ErrorDetail, Logger: log.Named("ui")})
 		srv.HandlePage(ui.Prefix, page.Server())
 		livePage = "http://" + ln.Addr().String() + ui.Prefix + "/"
@@ -218,6 +216,33 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 		}
 		return ErrAbandoned
 	}
+}
+
+// runtimeOptions are o.Runtime with what Run sets: the server's id, the
+// logger, and the engine's observer (o.Runtime's, else the metrics) with
+// the transcripts' recorder beside it, the engine then keeping turns.
+func (o Options) runtimeOptions(serverID string, log hclog.Logger, metrics *server.Metrics, recorder episode.Observer) runtime.Options {
+	ro := o.Runtime
+	ro.ServerID, ro.Logger = serverID, log
+	if ro.Observer == nil {
+		ro.Observer = metrics
+	}
+	if recorder != nil {
+		ro.Transcripts = true
+		ro.Observer = episode.Observers{ro.Observer, recorder}
+	}
+	return ro
+}
+
+// serverOptions are o.Server with what Run sets: the runtime's engine as
+// the player, its bundle's catalogue and info, the metrics, readiness and
+// logger.
+func (o Options) serverOptions(rt *runtime.Runtime, info server.Info, metrics *server.Metrics, ready *server.Readiness, log hclog.Logger) server.Options {
+	so := o.Server
+	so.Player, so.Catalog, so.Info, so.Logger = rt.Engine, server.NewBundleCatalog(rt.Bundle), info, log.Named("server")
+	so.Metrics, so.Readiness = metrics, ready
+	so.PluginRestarts = func() float64 { return float64(rt.Restarts()) }
+	return so
 }
 
 // sandboxLabel is the sandbox's name as metrics label it.

@@ -6,7 +6,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentenv/agentenv/core/episode"
-	"github.com/agentenv/agentenv/core/runtime"
 	"github.com/agentenv/agentenv/core/server"
 	"github.com/agentenv/agentenv/core/transcript"
 )
@@ -31,23 +30,24 @@ type Transcripts struct {
 // on says whether any record is wanted.
 func (t Transcripts) on() bool { return t.Dir != "" || t.Recent != nil }
 
-// open starts the sinks of t, makes the engine keep transcripts and
-// hands each ended episode's record to them, beside the observer already
-// set. close writes what is queued; call it once the engine is closed.
-func (t Transcripts) open(ro *runtime.Options, so *server.Options, bundle, serverID string, log hclog.Logger) (close func(), err error) {
+// open starts the sinks of t and returns the observer that hands each
+// ended episode's record to them (nil: none wanted, and the engine need
+// not keep turns); the writer's metrics join metrics. close writes what is
+// queued; call it once the engine is closed.
+func (t Transcripts) open(metrics *server.Metrics, bundle, serverID string, log hclog.Logger) (obs episode.Observer, close func(), err error) {
 	if !t.on() {
-		return func() {}, nil
+		return nil, func() {}, nil
 	}
 	var sinks transcript.Sinks
 	close = func() {}
 	if t.Dir != "" {
 		w, err := transcript.NewWriter(transcript.WriterOptions{Dir: t.Dir, MaxFileBytes: t.MaxFileBytes, Queue: t.Queue, Logger: log.Named("transcripts")})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if err := so.Metrics.Register(w.Collectors()...); err != nil {
+		if err := metrics.Register(w.Collectors()...); err != nil {
 			_ = w.Close()
-			return nil, fmt.Errorf("transcripts: %w", err)
+			return nil, nil, fmt.Errorf("transcripts: %w", err)
 		}
 		sinks = append(sinks, w)
 		close = func() { _ = w.Close() } // a failure is logged by the writer
@@ -56,7 +56,5 @@ func (t Transcripts) open(ro *runtime.Options, so *server.Options, bundle, serve
 	if t.Recent != nil {
 		sinks = append(sinks, t.Recent)
 	}
-	ro.Transcripts = true
-	ro.Observer = episode.Observers{ro.Observer, transcript.Observer{Sink: sinks, Bundle: bundle, Server: serverID}}
-	return close, nil
+	return transcript.Observer{Sink: sinks, Bundle: bundle, Server: serverID}, close, nil
 }
