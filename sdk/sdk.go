@@ -48,6 +48,17 @@ type Configurer interface {
 	Configure(ctx context.Context, config json.RawMessage) error
 }
 
+// Cleaner is implemented by plugins that hold something to give back
+// when the host stops them: connections, temporary files, resources of
+// their own making. Serve calls Cleanup once, after the host's stop and
+// before the process exits; an error is logged. The host gives a stopping
+// plugin about two seconds to exit before it kills it, so Cleanup should be
+// quick. A plugin killed outright (a crash, the host killed) does not get
+// it: what must not leak needs a label or a file to be found by later.
+type Cleaner interface {
+	Cleanup() error
+}
+
 // ErrNotFound is returned (wrapped) for an id a plugin does not know; it
 // survives the trip from plugin to host.
 var ErrNotFound = errors.New("not found")

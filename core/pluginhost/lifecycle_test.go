@@ -3,6 +3,7 @@ package pluginhost
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -372,6 +373,36 @@ func TestCloseStopsPlugins(t *testing.T) {
 	}
 	if _, err := h.Reward(ctx, "v", nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Reward after Close: %v, want ErrClosed", err)
+	}
+}
+
+// A plugin that is an sdk.Cleaner has its Cleanup run when the host
+// stops it, before its process exits.
+func TestClosedPluginCleansUp(t *testing.T) {
+	dir := t.TempDir()
+	install(t, rewardV(t, "v1"), dir, "agentenv-reward-v")
+	h := newHost(t, dir, nil)
+	ctx := ctxTimeout(t, 60*time.Second)
+	marker := filepath.Join(t.TempDir(), "cleaned")
+	config, err := json.Marshal(map[string]string{"cleanup": marker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.Reward(ctx, "v", config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := pidOf(t, ctx, r)
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("cleaned up before Close: %v", err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
+	got, err := os.ReadFile(marker)
+	if err != nil || string(got) != strconv.Itoa(pid) {
+		t.Fatalf("Cleanup's file: %q, %v; want the plugin's pid %d", got, err, pid)
 	}
 }
 

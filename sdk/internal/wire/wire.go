@@ -173,7 +173,8 @@ func DialOptions() []grpc.DialOption {
 }
 
 // Serve runs a plugin binary's whole life: handshake, then serving until
-// the host kills it. It does not return.
+// the host stops it, then impl's Cleanup if it is an sdk.Cleaner. It does
+// not return.
 func Serve(kind sdk.Kind, impl sdk.Informer, p plugin.Plugin) {
 	// Anything written to stdout before the handshake line breaks it, so
 	// the standard logger must never point there: it goes through the
@@ -202,5 +203,13 @@ func Serve(kind sdk.Kind, impl sdk.Informer, p plugin.Plugin) {
 				grpc.MaxRecvMsgSize(sdk.MaxMessageBytes), grpc.MaxSendMsgSize(sdk.MaxMessageBytes))...)
 		},
 	})
+	// The host stopped the plugin (go-plugin's graceful kill): its last
+	// moment to give back what it holds.
+	if c, ok := impl.(sdk.Cleaner); ok {
+		if err := c.Cleanup(); err != nil {
+			logger.Error("cleanup failed", "error", err)
+			os.Exit(1)
+		}
+	}
 	os.Exit(0)
 }

@@ -5,6 +5,7 @@
 // "pid" returns the process id, "version" the N of vN, "sleep_ms" sleeps
 // first (honouring cancellation), "hold" first waits at the gate (see
 // hold), "env:NAME" returns 1 if the variable NAME is set, else 0.
+// Configured with "cleanup", its Cleanup writes its pid to that file.
 package main
 
 import (
@@ -64,6 +65,8 @@ var logger = sdk.Logger()
 type plugin struct {
 	scale float64
 	gate  string // folder of the FIFOs "arrived" and "release", for "hold"
+	// cleanup, when set, is the file Cleanup writes the process id to.
+	cleanup string
 }
 
 func (p *plugin) Info() sdk.Info {
@@ -72,6 +75,7 @@ func (p *plugin) Info() sdk.Info {
 		"properties": {
 			"scale": {"type": "number", "exclusiveMinimum": 0},
 			"gate": {"type": "string"},
+			"cleanup": {"type": "string"},
 			"pass_env": {"type": "array", "items": {"type": "string"}}
 		},
 		"additionalProperties": false
@@ -82,6 +86,7 @@ func (p *plugin) Configure(_ context.Context, config json.RawMessage) error {
 	var c struct {
 		Scale   *float64
 		Gate    string
+		Cleanup string
 		PassEnv []string `json:"pass_env"`
 	}
 	if err := json.Unmarshal(config, &c); err != nil {
@@ -90,7 +95,7 @@ func (p *plugin) Configure(_ context.Context, config json.RawMessage) error {
 	if c.Scale != nil {
 		p.scale = *c.Scale
 	}
-	p.gate = c.Gate
+	p.gate, p.cleanup = c.Gate, c.Cleanup
 	logger.Info("configured", "scale", p.scale, "version", version)
 	// The other ways a plugin author logs: hclog's default logger, a named
 	// logger, and the standard log package (with and without a level).
@@ -138,6 +143,14 @@ func (p *plugin) Combine(ctx context.Context, scores map[string]float64) (float6
 		sum += s
 	}
 	return p.scale * sum / float64(len(scores)), nil
+}
+
+// Cleanup (sdk.Cleaner) writes the process id to the configured file.
+func (p *plugin) Cleanup() error {
+	if p.cleanup == "" {
+		return nil
+	}
+	return os.WriteFile(p.cleanup, []byte(strconv.Itoa(os.Getpid())), 0o644)
 }
 
 // hold tells the test that a call arrived (its pid, a line into the FIFO
