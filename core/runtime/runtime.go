@@ -156,6 +156,9 @@ func Open(ctx context.Context, dir string, o Options) (_ *Runtime, err error) {
 			return nil, fmt.Errorf("sandbox %q: %w", name, err)
 		}
 	}
+	if err := checkExec(sctx, r.Sandbox, sandboxName, b); err != nil {
+		return nil, err
+	}
 	labels := map[string]string{}
 	if o.ServerID != "" {
 		dir := o.ServersDir
