@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/core/testenv/testenvbuild"
 	"github.com/agentenv/agentenv/sdk/sandbox"
 	"github.com/agentenv/agentenv/sdk/toolformat"
 )
@@ -41,27 +42,21 @@ func (noParser) Parse(context.Context, string, []toolformat.Tool) (toolformat.Pa
 	return toolformat.Parsed{}, errors.New("this test parses nothing")
 }
 
-// verifyBundle writes a bundle whose one task is scored by verifier.
+// verifyBundle is the test bundle (testBundle) with its one task scored
+// by verifier alone.
 func verifyBundle(t *testing.T, verifier string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "cmdbundle")
-	files := map[string]string{
-		"envs/testenv/env.toml": fmt.Sprintf("command = [%q]\n", testenvBin),
-		"tasks/puzzle.json": `[
+	if err := testenvbuild.WriteBundle(dir, testenvBin, ""); err != nil {
+		t.Fatal(err)
+	}
+	task := `[
   {"id": "env", "type": "deploy_env", "env": "testenv"},
   {"id": "play", "type": "prompt_agent", "prompt": "Reach the target."},
   ` + verifier + `
-]
-`,
-	}
-	for path, content := range files {
-		full := filepath.Join(dir, path)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+]`
+	if err := os.WriteFile(filepath.Join(dir, "tasks", "puzzle.json"), []byte(task), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }
