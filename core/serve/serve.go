@@ -181,7 +181,14 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 	log.Info("serving", "bundle", b.Name, "tasks", len(b.Tasks), "url", "http://"+ln.Addr().String(),
 		"sandbox", ro.Sandbox, "max_concurrent_envs", so.MaxConcurrentEnvs, "warm", ro.Warm, "token", so.Token != "", "server_id", serverID,
 		"live_page", livePage)
+	return drain(srv, rt, served, stop, shutdownTimeout, log)
+}
 
+// drain serves until a stop signal, then drains: sessions told and their
+// episodes torn down, then the runtime closed. A second signal during the
+// drain abandons it (ErrAbandoned); a listener that fails first is torn
+// down the same way.
+func drain(srv *server.Server, rt *runtime.Runtime, served <-chan error, stop <-chan os.Signal, shutdownTimeout time.Duration, log hclog.Logger) error {
 	select {
 	case err := <-served:
 		// The listener failed under us: still tear down what is live.
