@@ -8,6 +8,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -122,15 +123,33 @@ func serveOpenEnvEcho(b *testing.B, env map[string]string, extra ...string) *pro
 }
 
 // openenvEcho is a WebSocket to OpenEnv's /ws, speaking its frames:
-// {"type": "reset"|"step", "data": ...}, answered with an observation.
-type openenvEcho struct{ ws *websocket.Conn }
+// {"type": "reset"|"step", "data": ...}, answered with an observation. A
+// reader goroutine keeps reading, so the server's keepalive pings are
+// answered while a kept connection waits between blocks (as agentenv's
+// client does).
+type openenvEcho struct {
+	ws     *websocket.Conn
+	frames chan []byte
+	err    chan error // the reader's end, once
+}
 
 func dialOpenEnvEcho(ctx context.Context, addr string) (*openenvEcho, error) {
 	ws, _, err := websocket.DefaultDialer.DialContext(ctx, "ws://"+addr+"/ws", nil)
 	if err != nil {
 		return nil, err
 	}
-	return &openenvEcho{ws: ws}, nil
+	c := &openenvEcho{ws: ws, frames: make(chan []byte, 1), err: make(chan error, 1)}
+	go func() {
+		for {
+			_, raw, err := ws.ReadMessage()
+			if err != nil {
+				c.err <- err
+				return
+			}
+			c.frames <- raw
+		}
+	}()
+	return c, nil
 }
 
 func (c *openenvEcho) Close() error { return c.ws.Close() }
@@ -149,15 +168,17 @@ func mustJSON(v any) []byte {
 
 // roundTrip sends frame and decodes the observation frame answered.
 func (c *openenvEcho) roundTrip(frame []byte) (map[string]any, error) {
-	deadline := time.Now().Add(time.Minute)
-	c.ws.SetWriteDeadline(deadline)
-	c.ws.SetReadDeadline(deadline)
+	c.ws.SetWriteDeadline(time.Now().Add(time.Minute))
 	if err := c.ws.WriteMessage(websocket.TextMessage, frame); err != nil {
 		return nil, err
 	}
-	_, raw, err := c.ws.ReadMessage()
-	if err != nil {
+	var raw []byte
+	select {
+	case raw = <-c.frames:
+	case err := <-c.err:
 		return nil, err
+	case <-time.After(time.Minute):
+		return nil, errors.New("no answer from OpenEnv in a minute")
 	}
 	var msg struct {
 		Type string         `json:"type"`
