@@ -158,28 +158,11 @@ func BenchmarkOpenEnvStep(b *testing.B) {
 	if len(opening.Observation.Messages) == 0 || len(openenvOpening.Observation.Messages) == 0 {
 		b.Fatalf("an opening observation without messages: agentenv %+v, OpenEnv %+v", opening, openenvOpening)
 	}
-	agentenvStep, openenvStep := idleStep(b, agentenvSession), idleStep(b, openenvSession)
-	stepFrame := fmt.Appendf(nil, `{"type":"step","data":{"reply":%q}}`, idleReply)
-	goEcho := wsRoundTrip(b, "ws://"+echoAddr+"/ws", stepFrame)
-	pyEcho := wsRoundTrip(b, "ws://"+oe.addr+"/bench/echo", stepFrame)
-
-	// What the two servers answer a step with, once, on a connection of
-	// its own: the same shape (one tool message) and about the same size.
-	agentenvBytes, agentenvAnswer := stepFrameBytes(b, srv.addr, stepFrame)
-	openenvBytes, openenvAnswer := stepFrameBytes(b, oe.addr, stepFrame)
-	for _, a := range []string{agentenvAnswer, openenvAnswer} {
-		if !strings.Contains(a, `"role":"tool"`) || !strings.Contains(a, "Schedule accepted") {
-			b.Fatalf("a step answer is not an accepted schedule's tool message: %s", a)
-		}
-	}
-	b.Logf("agentenv's step answer (%d bytes): %s", agentenvBytes, agentenvAnswer)
-	b.Logf("OpenEnv's step answer (%d bytes): %s", openenvBytes, openenvAnswer)
-	b.Logf("OpenEnv %s on %s", env["OPENENV_COMMIT"], env["VERSIONS"])
-
 	// The echo pair: one echo step on an agentenv bundle over
 	// core/testenv (a hermes call of its echo tool, run over MCP) and one
 	// call_tool step of echo_message on OpenEnv's own envs/echo_env
-	// (FastMCP in OpenEnv's process).
+	// (FastMCP in OpenEnv's process). Set up before the raw echo
+	// connections below, which answer no keepalive ping until they are used.
 	echoSrv := serveEchoBundle(b, buildTestenv(b), 0)
 	oeEcho := serveOpenEnvEcho(b, env)
 	echoSession := dial(b, echoSrv.addr)
@@ -213,6 +196,24 @@ func BenchmarkOpenEnvStep(b *testing.B) {
 			b.Fatalf("OpenEnv's echo_env answered %v", data)
 		}
 	}
+
+	agentenvStep, openenvStep := idleStep(b, agentenvSession), idleStep(b, openenvSession)
+	stepFrame := fmt.Appendf(nil, `{"type":"step","data":{"reply":%q}}`, idleReply)
+	goEcho := wsRoundTrip(b, "ws://"+echoAddr+"/ws", stepFrame)
+	pyEcho := wsRoundTrip(b, "ws://"+oe.addr+"/bench/echo", stepFrame)
+
+	// What the two servers answer a step with, once, on a connection of
+	// its own: the same shape (one tool message) and about the same size.
+	agentenvBytes, agentenvAnswer := stepFrameBytes(b, srv.addr, stepFrame)
+	openenvBytes, openenvAnswer := stepFrameBytes(b, oe.addr, stepFrame)
+	for _, a := range []string{agentenvAnswer, openenvAnswer} {
+		if !strings.Contains(a, `"role":"tool"`) || !strings.Contains(a, "Schedule accepted") {
+			b.Fatalf("a step answer is not an accepted schedule's tool message: %s", a)
+		}
+	}
+	b.Logf("agentenv's step answer (%d bytes): %s", agentenvBytes, agentenvAnswer)
+	b.Logf("OpenEnv's step answer (%d bytes): %s", openenvBytes, openenvAnswer)
+	b.Logf("OpenEnv %s on %s", env["OPENENV_COMMIT"], env["VERSIONS"])
 
 	// Where agentenv's step goes: the same submit_schedule call made
 	// directly on a GridSim env process over MCP (BenchmarkServerStep's
