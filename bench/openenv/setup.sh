@@ -220,6 +220,19 @@ pydeps=(
   "exceptiongroup agronholm/exceptiongroup 1.3.1 ddddb6fdf8582c4ae5187dc1bd258115974229fe 1.3.1 src/exceptiongroup"
   "pyperclip asweigart/pyperclip - f5326bfd7c5448b40051dd261a7304657977b838 1.11.0 src/pyperclip"
 )
+# Every repository still needed and missing, named at once.
+missing=()
+for line in "${pydeps[@]}"; do
+  read -r name repo tag commit version paths <<<"$line"
+  if [[ ! -f $PYDEPS/$name@$commit/.complete && ! -d $PYDEPS_MIRRORS/${repo/\//+}/repo ]]; then
+    missing+=("  git clone --mirror https://github.com/$repo $PYDEPS_MIRRORS/${repo/\//+}/repo")
+  fi
+done
+if ((${#missing[@]})); then
+  printf 'setup.sh: no git repository of these packages under PYDEPS_MIRRORS=%s; make them with\n' "$PYDEPS_MIRRORS" >&2
+  printf '%s\n' "${missing[@]}" >&2
+  exit 1
+fi
 for line in "${pydeps[@]}"; do
   read -r name repo tag commit version paths <<<"$line"
   dir=$PYDEPS/$name@$commit
