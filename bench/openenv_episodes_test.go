@@ -125,26 +125,36 @@ func playEpisode(ctx context.Context, s *client.Session) error {
 	return nil
 }
 
-// BenchmarkOpenEnvEpisodes is whole episodes — reset to a GridSim day, one
-// submit_schedule reply, the final reply (done, reward) — played by 8
-// clients at once on each of three servers started in the same run:
-// agentenv serve with GridSim as it is (a fresh env process deployed per
-// episode), agentenv serve with a copy whose env declares reuse = 16 (reset
-// between episodes, off the client's path), and OpenEnv's own server with
-// bench/openenv/echo_env.py (the plain in-process OpenEnv env of
-// BenchmarkOpenEnvStep, which answers a final reply with done and the
-// schedule's profit). Each server is played two ways: a new connection per
-// episode (dial, episode, close) and a connection each client keeps for
-// all its episodes. The six are timed in blocks of episodes taken in turn,
-// the order rotated each round, until each has played b.N; episodes per
-// second is episodes over the blocks' summed wall time, and each server's
-// CPU per episode is its process tree's (serve, the sandbox plugin and the
-// env processes; OpenEnv's one process) over its own blocks, with the
-// server process's own CPU and the clients' (this process's) beside it:
-// on a 2-core machine they share the cores.
+// BenchmarkOpenEnvEpisodes is whole episodes played by 8 clients at once
+// on each of six servers started in the same run, in two pairs of
+// comparisons:
 //
-// Goals (issue 31): with reuse, fresh-connection episodes/s ≥ 2× OpenEnv's;
-// with fresh envs ≥ 1×.
+//   - GridSim: agentenv serve with GridSim as it is (a fresh env process
+//     deployed per episode), the same with a copy whose env declares
+//     reuse = 16 (reset between episodes, off the client's path), and
+//     OpenEnv's own server with bench/openenv/echo_env.py (the plain
+//     in-process OpenEnv env of BenchmarkOpenEnvStep, which answers a final
+//     reply with done and the schedule's profit). An episode: reset to a
+//     GridSim day, one submit_schedule reply, the final reply (done,
+//     reward).
+//   - Echo: OpenEnv's own envs/echo_env (an MCPEnvironment: FastMCP in
+//     OpenEnv's process) under uvicorn, against agentenv serve with a
+//     bundle over core/testenv's echo tool, fresh and reuse = 16
+//     (bench/openenv_echo_test.go). An episode: three round trips, reset
+//     and two echoes.
+//
+// Each server is played two ways: a new connection per episode (dial,
+// episode, close) and a connection each client keeps for all its
+// episodes. The twelve series are timed in blocks of episodes taken in
+// turn, the order rotated each round, until each has played b.N;
+// episodes per second is episodes over the blocks' summed wall time, and
+// each server's CPU per episode is its process tree's (serve, the sandbox
+// plugin and the env processes; OpenEnv's one process) over its own
+// blocks, with the server process's own CPU and the clients' (this
+// process's) beside it: on a 2-core machine they share the cores.
+//
+// Goals (issue 31), against OpenEnv's echo_env: with reuse,
+// fresh-connection episodes/s ≥ 2× OpenEnv's; with fresh envs ≥ 1×.
 //
 // Needs bench/openenv/setup.sh; skipped without it.
 func BenchmarkOpenEnvEpisodes(b *testing.B) {
@@ -155,58 +165,82 @@ func BenchmarkOpenEnvEpisodes(b *testing.B) {
 	)
 	env := openenvSetup(b)
 	logLoad(b, "before")
+	testenv := buildTestenv(b)
 	// Sessions over OpenEnv's default of 8: a client's next connection may
 	// arrive before the server has released its last one.
 	oe := serveOpenEnv(b, env, "MAX_CONCURRENT_ENVS=64")
+	oeEcho := serveOpenEnvEcho(b, env, "MAX_CONCURRENT_ENVS=64")
 	fresh := serveGridsim(b)
 	reused := serveGridsimReuse(b, reuse)
+	echoFresh := serveEchoBundle(b, testenv, 0)
+	echoReused := serveEchoBundle(b, testenv, reuse)
 	b.Logf("OpenEnv %s on %s", env["OPENENV_COMMIT"], env["VERSIONS"])
 
+	ctx := context.Background()
 	type series struct {
-		name    string
-		addr    string
-		pid     int
-		newConn bool
-		conns   []*client.Session // one per client when !newConn
-		eps     int
-		wall    time.Duration
-		cpu     float64 // the server's process tree
-		own     float64 // the server's own process
-		client  float64 // this benchmark's process: the 8 clients
+		name   string
+		pid    int
+		play   func(w int) error // client w plays one episode
+		eps    int
+		wall   time.Duration
+		cpu    float64 // the server's process tree
+		own    float64 // the server's own process
+		client float64 // this benchmark's process: the 8 clients
 	}
 	var all []*series
+	// agentenv's servers, played with agentenv's Go client.
 	for _, srv := range []struct {
 		name string
 		p    *process
-	}{{"agentenv", fresh}, {"agentenv-reuse", reused}, {"openenv", oe}} {
-		for _, newConn := range []bool{true, false} {
-			s := &series{name: srv.name, addr: srv.p.addr, pid: srv.p.cmd.Process.Pid, newConn: newConn}
-			if newConn {
-				s.name += "-newconn"
-			} else {
-				s.name += "-keptconn"
-				for range workers {
-					s.conns = append(s.conns, dial(b, srv.p.addr))
-				}
+		ep   func(context.Context, *client.Session) error
+	}{
+		{"agentenv", fresh, playEpisode}, {"agentenv-reuse", reused, playEpisode},
+		{"echo-agentenv", echoFresh, playEchoEpisode}, {"echo-agentenv-reuse", echoReused, playEchoEpisode},
+		{"openenv", oe, playEpisode},
+	} {
+		addr, ep := srv.p.addr, srv.ep
+		newConn := &series{name: srv.name + "-newconn", pid: srv.p.cmd.Process.Pid, play: func(int) error {
+			dctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			c, err := client.Dial(dctx, addr, client.Options{})
+			if err != nil {
+				return fmt.Errorf("dial: %w", err)
 			}
-			all = append(all, s)
+			defer c.Close()
+			return ep(ctx, c)
+		}}
+		conns := make([]*client.Session, workers)
+		for w := range conns {
+			conns[w] = dial(b, addr)
 		}
+		kept := &series{name: srv.name + "-keptconn", pid: srv.p.cmd.Process.Pid,
+			play: func(w int) error { return ep(ctx, conns[w]) }}
+		all = append(all, newConn, kept)
 	}
-
-	ctx := context.Background()
-	one := func(s *series, w int) error {
-		if !s.newConn {
-			return playEpisode(ctx, s.conns[w])
-		}
-		dctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		c, err := client.Dial(dctx, s.addr, client.Options{})
+	// OpenEnv's echo_env, with its own frames (call_tool actions).
+	echoConns := make([]*openenvEcho, workers)
+	for w := range echoConns {
+		c, err := dialOpenEnvEcho(ctx, oeEcho.addr)
 		if err != nil {
-			return fmt.Errorf("dial: %w", err)
+			b.Fatalf("dial OpenEnv's echo_env: %v", err)
 		}
-		defer c.Close()
-		return playEpisode(ctx, c)
+		b.Cleanup(func() { c.Close() })
+		echoConns[w] = c
 	}
+	all = append(all,
+		&series{name: "echo-openenv-newconn", pid: oeEcho.cmd.Process.Pid, play: func(int) error {
+			dctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			c, err := dialOpenEnvEcho(dctx, oeEcho.addr)
+			if err != nil {
+				return fmt.Errorf("dial: %w", err)
+			}
+			defer c.Close()
+			return c.episode()
+		}},
+		&series{name: "echo-openenv-keptconn", pid: oeEcho.cmd.Process.Pid,
+			play: func(w int) error { return echoConns[w].episode() }})
+
 	runBlock := func(s *series, n int) {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
@@ -225,7 +259,7 @@ func BenchmarkOpenEnvEpisodes(b *testing.B) {
 					if i >= n {
 						return
 					}
-					if err := one(s, w); err != nil {
+					if err := s.play(w); err != nil {
 						b.Errorf("%s: %v", s.name, err)
 						return
 					}
@@ -243,7 +277,7 @@ func BenchmarkOpenEnvEpisodes(b *testing.B) {
 		}
 	}
 
-	for _, s := range all { // warm every path (the reusable env's pool fills)
+	for _, s := range all { // warm every path (the reusable envs' pools fill)
 		runBlock(s, block)
 	}
 	for _, s := range all {
@@ -267,9 +301,11 @@ func BenchmarkOpenEnvEpisodes(b *testing.B) {
 		b.ReportMetric(s.client*1e3/float64(s.eps), s.name+"-client-cpu-ms/episode")
 	}
 	for _, conn := range []string{"newconn", "keptconn"} {
-		oe := rate["openenv-"+conn]
-		b.ReportMetric(rate["agentenv-"+conn]/oe, "x-openenv-"+conn)
-		b.ReportMetric(rate["agentenv-reuse-"+conn]/oe, "reuse-x-openenv-"+conn)
+		for _, pair := range []string{"", "echo-"} {
+			oe := rate[pair+"openenv-"+conn]
+			b.ReportMetric(rate[pair+"agentenv-"+conn]/oe, pair+"x-openenv-"+conn)
+			b.ReportMetric(rate[pair+"agentenv-reuse-"+conn]/oe, pair+"reuse-x-openenv-"+conn)
+		}
 	}
 	logLoad(b, "after")
 }

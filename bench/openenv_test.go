@@ -5,6 +5,7 @@ package bench
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/agentenv/agentenv/client"
 )
 
 // userCacheDir is the user's cache folder as setup.sh sees it, read when
@@ -134,7 +137,11 @@ func stepFrameBytes(b *testing.B, addr string, step []byte) (int, string) {
 // websockets) in the same server process; and, for where agentenv's step
 // goes, BenchmarkServerStep's floor (the same submit_schedule call made
 // directly on a GridSim env process over MCP: the hop to the env that
-// OpenEnv's in-process env does not make). b.N is the steps per server.
+// OpenEnv's in-process env does not make). A second pair is timed in the
+// same blocks: one echo step on an agentenv bundle over core/testenv's echo
+// tool against one echo_message call_tool step on OpenEnv's own
+// envs/echo_env (an MCPEnvironment: FastMCP in OpenEnv's process), with
+// its ratio echo-x-openenv. b.N is the steps per server.
 //
 // Needs bench/openenv/setup.sh (OpenEnv's source and Python server stack,
 // in a cache outside the repository); skipped without it.
@@ -151,6 +158,45 @@ func BenchmarkOpenEnvStep(b *testing.B) {
 	if len(opening.Observation.Messages) == 0 || len(openenvOpening.Observation.Messages) == 0 {
 		b.Fatalf("an opening observation without messages: agentenv %+v, OpenEnv %+v", opening, openenvOpening)
 	}
+	// The echo pair: one echo step on an agentenv bundle over
+	// core/testenv (a hermes call of its echo tool, run over MCP) and one
+	// call_tool step of echo_message on OpenEnv's own envs/echo_env
+	// (FastMCP in OpenEnv's process). Set up before the raw echo
+	// connections below, which answer no keepalive ping until they are used.
+	echoSrv := serveEchoBundle(b, buildTestenv(b), 0)
+	oeEcho := serveOpenEnvEcho(b, env)
+	echoSession := dial(b, echoSrv.addr)
+	if _, err := echoSession.Reset(context.Background(), client.ResetRequest{TaskID: "echo"}); err != nil {
+		b.Fatalf("reset the echo bundle: %v", err)
+	}
+	agentenvEcho := func() {
+		res, err := echoSession.Step(context.Background(), echoReply)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if m := res.Observation.Messages; len(m) != 1 || m[0].Content != echoText {
+			b.Fatalf("agentenv's echo step answered %+v", m)
+		}
+	}
+	oeEchoConn, err := dialOpenEnvEcho(context.Background(), oeEcho.addr)
+	if err != nil {
+		b.Fatalf("dial OpenEnv's echo_env: %v", err)
+	}
+	b.Cleanup(func() { oeEchoConn.Close() })
+	if _, err := oeEchoConn.roundTrip([]byte(`{"type":"reset","data":{}}`)); err != nil {
+		b.Fatalf("reset OpenEnv's echo_env: %v", err)
+	}
+	openenvEcho := func() {
+		data, err := oeEchoConn.roundTrip(openenvEchoCall)
+		if err != nil {
+			b.Fatal(err)
+		}
+		obs, _ := data["observation"].(map[string]any)
+		if result, _ := obs["result"].(map[string]any); result["data"] != echoText {
+			b.Fatalf("OpenEnv's echo_env answered %v", data)
+		}
+	}
+
 	agentenvStep, openenvStep := idleStep(b, agentenvSession), idleStep(b, openenvSession)
 	stepFrame := fmt.Appendf(nil, `{"type":"step","data":{"reply":%q}}`, idleReply)
 	goEcho := wsRoundTrip(b, "ws://"+echoAddr+"/ws", stepFrame)
@@ -188,6 +234,8 @@ func BenchmarkOpenEnvStep(b *testing.B) {
 		{name: "echo", fn: goEcho},
 		{name: "py-echo", fn: pyEcho},
 		{name: "direct-mcp", fn: directCall},
+		{name: "echo-agentenv", fn: agentenvEcho, pid: echoSrv.cmd.Process.Pid},
+		{name: "echo-openenv", fn: openenvEcho, pid: oeEcho.cmd.Process.Pid},
 	}
 	for range 2 { // warm every path
 		for _, s := range all {
@@ -233,4 +281,5 @@ func BenchmarkOpenEnvStep(b *testing.B) {
 	b.ReportMetric(float64(p50["openenv"])/float64(p50["echo"]), "openenv-x-echo")
 	b.ReportMetric(float64(p50["openenv"])/float64(p50["py-echo"]), "openenv-x-py-echo")
 	b.ReportMetric(float64(p50["agentenv"])/float64(p50["openenv"]), "x-openenv")
+	b.ReportMetric(float64(p50["echo-agentenv"])/float64(p50["echo-openenv"]), "echo-x-openenv")
 }

@@ -1,1 +1,0 @@
-"""Import shim: see fastmcp/__init__.py."""

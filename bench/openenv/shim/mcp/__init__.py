@@ -1,1 +1,0 @@
-"""Import shim for the benchmark, not the MCP SDK: see fastmcp/__init__.py."""
