@@ -6,7 +6,7 @@ PROTOC_GEN_GO := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
 GOBIN_DIR := $(CURDIR)/.tools/bin
 
-.PHONY: help build test test-stress lint proto proto-check bench fuzz k8s-up k8s-down
+.PHONY: help build agentenv-image test test-stress lint proto proto-check bench fuzz k8s-up k8s-down
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -14,6 +14,9 @@ help: ## list the targets
 build: ## build bin/agentenv (first-party plugins compiled in) and bin/agentenv-terminal (static)
 	$(GO) build -o bin/agentenv ./cmd/agentenv
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o bin/agentenv-terminal ./cmd/agentenv-terminal
+
+agentenv-image: ## agentenv's FROM-scratch image for deploy/kubernetes and GridSim's env image, nothing pulled (scripts/agentenv-image.sh --docker; TAG=dev)
+	scripts/agentenv-image.sh --docker --tag $(or $(TAG),dev)
 
 # go test shows nothing of a passing package, skips included: tests that
 # lack an outside part (sdktest.Missing) write a line to SKIPS, printed last.

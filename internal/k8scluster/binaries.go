@@ -16,11 +16,20 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// CheckBinaries reports whether dir holds the four components of Version,
+// CheckBinaries reports whether dir holds the components of Version,
 // each answering --version with it.
 func CheckBinaries(dir string) error {
-	var bad []string
-	for _, name := range Components {
+	bad, _ := checkBinaries(dir, Components)
+	if len(bad) > 0 {
+		return fmt.Errorf("kubernetes binaries in %s: %s", dir, strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// checkBinaries lists what is wrong with dir's copies of components, and
+// which of them are missing or wrong.
+func checkBinaries(dir string, components []string) (bad, names []string) {
+	for _, name := range components {
 		p := filepath.Join(dir, name)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		out, err := exec.CommandContext(ctx, p, "--version").CombinedOutput()
@@ -32,24 +41,28 @@ func CheckBinaries(dir string) error {
 			bad = append(bad, fmt.Sprintf("%s --version: %v", name, err))
 		case !strings.Contains(string(out), "Kubernetes "+Version):
 			bad = append(bad, fmt.Sprintf("%s is %q, not %s", name, strings.TrimSpace(string(out)), Version))
+		default:
+			continue
 		}
+		names = append(names, name)
 	}
-	if len(bad) > 0 {
-		return fmt.Errorf("kubernetes binaries in %s: %s", dir, strings.Join(bad, "; "))
-	}
-	return nil
+	return bad, names
 }
 
 // BuildBinaries builds the components of Version from the Go module proxy
 // through the wrapper module in srcDir (internal/k8scluster/k8sbuild) into
-// binDir, unless binDir already holds them. It builds into a temporary
-// folder beside binDir and renames it, so binDir is complete or absent.
-// The cold build is ~32 CPU-minutes; it logs progress every minute.
+// binDir, but those binDir already holds (a component added to the list
+// later is built alone). It builds into a temporary folder beside binDir
+// and renames it, so binDir is complete or absent; a component built alone
+// is checked there and renamed into binDir by itself, so a cluster running
+// from binDir never finds one of its binaries missing. The cold build of
+// the first four is ~32 CPU-minutes; it logs progress every minute.
 func BuildBinaries(ctx context.Context, srcDir, binDir string, log hclog.Logger) error {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	if err := CheckBinaries(binDir); err == nil {
+	_, todo := checkBinaries(binDir, Components)
+	if len(todo) == 0 {
 		log.Info("kubernetes binaries cached", "dir", binDir)
 		return nil
 	}
@@ -69,7 +82,7 @@ func BuildBinaries(ctx context.Context, srcDir, binDir string, log hclog.Logger)
 		ld += fmt.Sprintf(" -X %[1]s.gitVersion=%[2]s -X %[1]s.gitMajor=1 -X %[1]s.gitMinor=37 -X %[1]s.gitTreeState=clean -X %[1]s.buildDate=2026-01-01T00:00:00Z", p, Version)
 	}
 	args := []string{"-n", "10", "go", "build", "-v", "-trimpath", "-ldflags", ld, "-o", tmp + "/"}
-	for _, c := range Components {
+	for _, c := range todo {
 		args = append(args, "k8s.io/kubernetes/cmd/"+c)
 	}
 	cmd := exec.CommandContext(ctx, "nice", args...)
@@ -86,7 +99,7 @@ func BuildBinaries(ctx context.Context, srcDir, binDir string, log hclog.Logger)
 		return err
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
-	log.Info("building kubernetes binaries (cold: ~20 min on 2 idle cores)", "version", Version, "into", binDir, "log", logPath)
+	log.Info("building kubernetes binaries (cold: ~20 min on 2 idle cores)", "version", Version, "components", strings.Join(todo, " "), "into", binDir, "log", logPath)
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
 		pw.Close()
@@ -124,14 +137,30 @@ func BuildBinaries(ctx context.Context, srcDir, binDir string, log hclog.Logger)
 	if err != nil {
 		return fmt.Errorf("build kubernetes %s: %w; the end of %s:\n%s", Version, err, logPath, tail(logPath, 30))
 	}
-	if err := CheckBinaries(tmp); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(binDir); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, binDir); err != nil {
-		return err
+	if len(todo) < len(Components) {
+		// Some are cached, and a running cluster may be starting them:
+		// each new one is renamed in alone, so binDir never lacks one.
+		if bad, _ := checkBinaries(tmp, todo); len(bad) > 0 {
+			return fmt.Errorf("kubernetes binaries in %s: %s", tmp, strings.Join(bad, "; "))
+		}
+		for _, c := range todo {
+			if err := os.Rename(filepath.Join(tmp, c), filepath.Join(binDir, c)); err != nil {
+				return err
+			}
+		}
+		if err := CheckBinaries(binDir); err != nil {
+			return err
+		}
+	} else {
+		if err := CheckBinaries(tmp); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(binDir); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, binDir); err != nil {
+			return err
+		}
 	}
 	log.Info("kubernetes binaries built", "took", time.Since(t0).Round(time.Second), "dir", binDir)
 	return nil

@@ -20,19 +20,32 @@ import (
 // Info is what Up records in cluster.json once the cluster is ready: what a
 // client needs to find and use it.
 type Info struct {
-	Version          string    `json:"version"`
-	StateDir         string    `json:"state_dir"`
-	Kubeconfig       string    `json:"kubeconfig"` // admin (system:masters)
-	Server           string    `json:"server"`     // the apiserver, reachable from the host
-	NodeName         string    `json:"node_name"`
-	NodeIP           string    `json:"node_ip"`
-	HostIP           string    `json:"host_ip"`  // the host's end of the veth
-	PodCIDR          string    `json:"pod_cidr"` // routed from the host through NodeIP
-	ContainerdSocket string    `json:"containerd_socket"`
-	CACert           string    `json:"ca_cert"`
-	CAKey            string    `json:"ca_key"`
-	NetNS            string    `json:"netns"` // nsenter --net=<this> runs a command inside
-	Started          time.Time `json:"started"`
+	Version          string     `json:"version"`
+	StateDir         string     `json:"state_dir"`
+	Kubeconfig       string     `json:"kubeconfig"` // admin (system:masters)
+	Server           string     `json:"server"`     // the apiserver, reachable from the host
+	NodeName         string     `json:"node_name"`  // the first node's
+	NodeIP           string     `json:"node_ip"`    // the control plane's end of the host's link
+	HostIP           string     `json:"host_ip"`    // the host's end of the veth
+	PodCIDR          string     `json:"pod_cidr"`   // routed from the host through NodeIP; holds ServiceCIDR
+	ServiceCIDR      string     `json:"service_cidr"`
+	Nodes            []NodeInfo `json:"nodes"`
+	ContainerdSocket string     `json:"containerd_socket"` // the first node's
+	// Registry is the image registry's host:port (plain HTTP), reachable
+	// from the host and the nodes; images named RegistryHost/NAME:TAG are
+	// pulled from it (CapRegistry).
+	Registry string `json:"registry,omitempty"`
+	// Capabilities says what the cluster offers beyond a control plane
+	// and a node (CapNodes, CapServices, CapNetworkPolicy).
+	Capabilities []string  `json:"capabilities"`
+	CACert       string    `json:"ca_cert"`
+	CAKey        string    `json:"ca_key"`
+	NetNS        string    `json:"netns"` // nsenter --net=<this> runs a command inside
+	Started      time.Time `json:"started"`
+
+	// DNS is the cluster DNS's address (port 53), pods' nameserver; set
+	// with CapDNS.
+	DNS string `json:"dns,omitempty"`
 }
 
 // Cluster is a running cluster as a client sees it.
@@ -108,13 +121,35 @@ func (c *Cluster) Ping(ctx context.Context) error {
 }
 
 // ImportImage puts a FROM-scratch image of src (a static binary, or a
-// folder holding the image's files) into the node's containerd under ref,
-// with entrypoint (default /<base name of src> for a binary).
+// folder holding the image's files) into every node's containerd under
+// ref, with entrypoint (default /<base name of src> for a binary).
 func (c *Cluster) ImportImage(ctx context.Context, src, ref string, entrypoint ...string) error {
-	if c.Info.ContainerdSocket == "" {
-		return fmt.Errorf("import image %s: this cluster was not started by the harness (no containerd socket known)", ref)
+	socks, err := c.containerdSockets(ref)
+	if err != nil {
+		return err
 	}
-	return ImportImage(ctx, c.Info.ContainerdSocket, Image{Source: src, Ref: ref, Entrypoint: entrypoint})
+	for _, s := range socks {
+		if err := ImportImage(ctx, s, Image{Source: src, Ref: ref, Entrypoint: entrypoint}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// containerdSockets are the nodes' containerd sockets (one, for a
+// cluster.json written before there were two nodes).
+func (c *Cluster) containerdSockets(ref string) ([]string, error) {
+	var socks []string
+	for _, n := range c.Info.Nodes {
+		socks = append(socks, n.ContainerdSocket)
+	}
+	if len(socks) == 0 && c.Info.ContainerdSocket != "" {
+		socks = []string{c.Info.ContainerdSocket}
+	}
+	if len(socks) == 0 {
+		return nil, fmt.Errorf("import image %s: this cluster was not started by the harness (no containerd socket known)", ref)
+	}
+	return socks, nil
 }
 
 // CA loads the cluster's certificate authority.

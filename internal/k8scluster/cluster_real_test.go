@@ -312,26 +312,13 @@ func TestClusterPodsStayOnMachine(t *testing.T) {
 		t.Fatalf("a pod dialing %s outside the machine: exit %d, %q; want unreachable", gw, tm.ExitCode, tm.Message)
 	}
 	// The host side of the link answers (a listener of the test's, on it).
-	l, err := net.Listen("tcp4", net.JoinHostPort(c.Info.HostIP, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			conn.Close()
-		}
-	}()
-	if _, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), probePod("tohost", "dial", l.Addr().String()), metav1.CreateOptions{}); err != nil {
+	host := c.HostListener(t)
+	if _, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), probePod("tohost", "dial", host), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	p = waitPod(t, c, ns, "tohost", 2*time.Minute, "terminated", func(p *corev1.Pod) bool { return terminated(p) != nil })
 	if tm := terminated(p); tm.ExitCode != 0 {
-		t.Fatalf("a pod dialing the host's end of the link %s: exit %d, %q", l.Addr(), tm.ExitCode, tm.Message)
+		t.Fatalf("a pod dialing the host's end of the link %s: exit %d, %q", host, tm.ExitCode, tm.Message)
 	}
 }
 

@@ -1,10 +1,11 @@
-// Package k8scluster brings a real single-node Kubernetes cluster up and
-// down on this machine, offline, for the project's tests: etcd (Debian's
-// etcd-server), kube-apiserver, kube-scheduler, kube-controller-manager and
-// a kubelet (built from the Go module proxy, cached by version) with
-// Debian's containerd and runc, all inside a network namespace of its own
-// that the host reaches over a veth pair. Everything it makes lives in one
-// state folder; Down removes it and checks that nothing is left elsewhere.
+// Package k8scluster brings a real two-node Kubernetes cluster up and down
+// on this machine, offline, for the project's tests: etcd (Debian's
+// etcd-server), kube-apiserver, kube-scheduler and kube-controller-manager
+// in a network namespace the host reaches over a veth pair, and two nodes,
+// each a namespace of its own behind the control plane's with a kubelet
+// and kube-proxy (built from the Go module proxy, cached by version) and
+// Debian's containerd and runc. Everything it makes lives in one state
+// folder; Down removes it and checks that nothing is left elsewhere.
 //
 // Tests use Require, which finds the running cluster (started by .ci/run or
 // `make k8s-up`), skips without one outside CI and fails under CI=true.
@@ -23,7 +24,7 @@ import (
 const Version = "v1.37.2"
 
 // Components are the binaries built from k8s.io/kubernetes.
-var Components = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"}
+var Components = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"}
 
 // Environment variables the harness and Require read.
 const (
@@ -140,23 +141,15 @@ func (c Config) Validate() error {
 // HostIP is the host's end of the veth pair.
 func (c Config) HostIP() netip.Addr { return c.Link.Masked().Addr().Next() }
 
-// NodeIP is the node's address: the apiserver and kubelet listen on it.
+// NodeIP is the control plane's address, the link's second: the apiserver
+// listens on it.
 func (c Config) NodeIP() netip.Addr { return c.HostIP().Next() }
-
-// BridgeIP is the pods' gateway inside the namespace.
-func (c Config) BridgeIP() netip.Addr { return c.PodCIDR.Masked().Addr().Next() }
 
 // HostLink and NodeLink name the veth ends.
 func (c Config) HostLink() string { return truncate(c.Name, 12) + "-h" }
 
-// NodeLink is the veth end inside the namespace.
+// NodeLink is the veth end inside the control plane's namespace.
 func (c Config) NodeLink() string { return "eth0" }
-
-// Bridge is the pods' bridge inside the namespace.
-func (c Config) Bridge() string { return "cni0" }
-
-// NodeName is the Kubernetes node's name.
-func (c Config) NodeName() string { return c.Name + "-node" }
 
 // CgroupRoot is the cgroup under which the kubelet puts every pod, in each
 // v1 hierarchy: one of its own, so two harness clusters (or another
@@ -172,9 +165,6 @@ func (c Config) NetNSPath() string { return c.path("netns") }
 
 // AdminKubeconfig is the cluster-admin kubeconfig (server: the node IP).
 func (c Config) AdminKubeconfig() string { return c.path("admin.kubeconfig") }
-
-// ContainerdSocket is the node's containerd (CRI) socket.
-func (c Config) ContainerdSocket() string { return c.path("containerd", "containerd.sock") }
 
 // InfoPath is the cluster.json Up writes once the cluster is ready.
 func (c Config) InfoPath() string { return c.path("cluster.json") }

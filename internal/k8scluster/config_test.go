@@ -10,6 +10,10 @@ import (
 )
 
 func TestConfigValidate(t *testing.T) {
+	// The defaults, not a second cluster's overrides the shell may export.
+	for _, e := range []string{EnvName, EnvLink, EnvPods} {
+		t.Setenv(e, "")
+	}
 	ok := Config{StateDir: "/tmp/x"}.Defaults()
 	tests := []struct {
 		name string
@@ -42,8 +46,23 @@ func TestConfigValidate(t *testing.T) {
 	if c := (Config{StateDir: "/tmp/x"}).Defaults(); c.Validate() != nil || c.NodeIP().String() != "10.255.0.10" || c.HostLink() != "second-h" {
 		t.Errorf("overrides: node %s link %s: %v", c.NodeIP(), c.HostLink(), c.Validate())
 	}
-	if ok.HostIP().String() != "10.255.0.1" || ok.NodeIP().String() != "10.255.0.2" || ok.BridgeIP().String() != "10.244.0.1" {
-		t.Errorf("addresses host %s node %s bridge %s", ok.HostIP(), ok.NodeIP(), ok.BridgeIP())
+	if ok.HostIP().String() != "10.255.0.1" || ok.NodeIP().String() != "10.255.0.2" {
+		t.Errorf("addresses host %s control plane %s", ok.HostIP(), ok.NodeIP())
+	}
+	// The pod network in quarters: each node's pods, the nodes' links,
+	// the Service ClusterIPs; all inside it, so one host route covers them.
+	n1, n2 := ok.nodes()[0], ok.nodes()[1]
+	got := []string{n1.PodCIDR().String(), n2.PodCIDR().String(), n1.gateway().String(), n1.peerIP().String(), n1.IP().String(),
+		n2.peerIP().String(), n2.IP().String(), ok.ServiceCIDR().String(), ok.APIServiceIP().String(), ok.ClusterPodCIDR().String(), n2.Name()}
+	want := []string{"10.244.0.0/24", "10.244.1.0/24", "10.244.0.1", "10.244.2.1", "10.244.2.2",
+		"10.244.2.5", "10.244.2.6", "10.244.3.0/24", "10.244.3.1", "10.244.0.0/23", "agentenv-k8s-node2"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("addresses:\n got %v\nwant %v", got, want)
+	}
+	small := ok
+	small.PodCIDR = netip.MustParsePrefix("10.244.8.0/24")
+	if q := small.ServiceCIDR().String() + " " + small.nodes()[1].PodCIDR().String(); q != "10.244.8.192/26 10.244.8.64/26" {
+		t.Errorf("quarters of a /24: %s", q)
 	}
 	if len(ok.HostLink()) > 15 {
 		t.Errorf("link name %q is longer than Linux allows", ok.HostLink())

@@ -12,7 +12,7 @@ const PauseImage = "agentenv.local/pause:v1"
 // containerdConfig keeps every containerd path in the state folder.
 // restrict_oom_score_adj: runc cannot lower oom_score_adj without
 // CAP_SYS_RESOURCE, which this kind of machine does not grant.
-func (c Config) containerdConfig() string {
+func (n node) containerdConfig() string {
 	return fmt.Sprintf(`version = 2
 root = %[1]q
 state = %[2]q
@@ -48,31 +48,43 @@ oom_score = 0
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = %[9]q
-`, c.path("containerd", "root"), c.path("containerd", "state"), c.ContainerdSocket(), c.ContainerdSocket()+".ttrpc",
-		c.path("containerd", "debug.sock"), c.path("containerd", "opt"), PauseImage, c.path("runc"), c.path("cni", "net.d"))
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = %[10]q
+`, n.path("containerd", "root"), n.path("containerd", "state"), n.ContainerdSocket(), n.ContainerdSocket()+".ttrpc",
+		n.path("containerd", "debug.sock"), n.path("containerd", "opt"), PauseImage, n.path("runc"), n.path("cni", "net.d"),
+		n.registryHostsDir())
 }
 
-// cniConfig is a bridge with host-local addresses: the bridge is the pods'
-// default gateway, and forwarding in the namespace takes them to the host.
-// No masquerade: the host sees pod IPs and routes back to them.
-func (c Config) cniConfig() string {
-	return fmt.Sprintf(`{"cniVersion":"1.0.0","name":%q,"plugins":[{"type":"bridge","bridge":%q,"isGateway":true,"isDefaultGateway":true,"ipMasq":false,"hairpinMode":false,
- "ipam":{"type":"host-local","ranges":[[{"subnet":%q,"gateway":%q}]],"dataDir":%q}}]}
-`, c.Name, c.Bridge(), c.PodCIDR.Masked().String(), c.BridgeIP().String(), c.path("cni", "ipam"))
+// cniConfig gives each pod a point-to-point veth with a host-local address
+// of the node's range, routed by the node: every packet to or from a pod,
+// even between two pods of one node, crosses the node's IP stack, so
+// kube-proxy's and the policy plugin's netfilter rules see it (a bridge
+// would switch same-node traffic past them). No masquerade: the host sees
+// pod IPs and routes back to them.
+func (n node) cniConfig() string {
+	return fmt.Sprintf(`{"cniVersion":"1.0.0","name":%q,"plugins":[{"type":"ptp","ipMasq":false,"mtu":1500,
+ "ipam":{"type":"host-local","ranges":[[{"subnet":%q,"gateway":%q}]],"routes":[{"dst":"0.0.0.0/0"}],"dataDir":%q}}]}
+`, n.c.Name, n.PodCIDR().String(), n.gateway().String(), n.path("cni", "ipam"))
 }
 
 // kubeletConfig: cgroup v1 allowed (failCgroupV1: false), the cluster's
 // own cgroup root, kernel defaults checked not written, no image GC (the
-// images are imported, not pullable), everything in the state folder.
-func (c Config) kubeletConfig() string {
+// images are imported, not pullable), everything in the state folder. An
+// image present is used as it is (NeverVerify): by default the kubelet
+// re-pulls, to check credentials, an image it once pulled under another
+// name, such as one imported by hand whose content a pod also pulled from
+// the registry, and offline that pull fails.
+func (n node) kubeletConfig() string {
+	c := n.c
 	return strings.NewReplacer(
-		"@SOCK@", c.ContainerdSocket(),
-		"@NODEIP@", c.NodeIP().String(),
-		"@PODLOGS@", c.path("podlogs"),
+		"@SOCK@", n.ContainerdSocket(),
+		"@NODEIP@", n.IP().String(),
+		"@PODLOGS@", n.path("podlogs"),
 		"@CA@", c.path("pki", "ca.crt"),
-		"@CRT@", c.path("pki", "kubelet.crt"),
-		"@KEY@", c.path("pki", "kubelet.key"),
-		"@CGROOT@", c.CgroupRoot(),
+		"@CRT@", c.path("pki", n.comp("kubelet")+".crt"),
+		"@KEY@", c.path("pki", n.comp("kubelet")+".key"),
+		"@CGROOT@", n.CgroupRoot(),
+		"@DNS@", c.DNSAddr().String(),
 	).Replace(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
@@ -94,11 +106,12 @@ authorization: {mode: Webhook}
 tlsCertFile: @CRT@
 tlsPrivateKeyFile: @KEY@
 clusterDomain: cluster.local
-clusterDNS: []
+clusterDNS: [@DNS@]
 resolvConf: /etc/resolv.conf
 failSwapOn: false
 maxPods: 250
 serializeImagePulls: false
+imagePullCredentialsVerificationPolicy: NeverVerify
 registerNode: true
 nodeStatusUpdateFrequency: 10s
 syncFrequency: 10s
@@ -112,5 +125,43 @@ localStorageCapacityIsolation: true
 staticPodPath: ""
 kubeAPIQPS: 50
 kubeAPIBurst: 100
+`)
+}
+
+// kubeProxyConfig: iptables mode in the node's namespace; NodePorts on the
+// node's address only; the host-wide conntrack limits and timeouts left as
+// they are (0 means "do not set"), and the OOM score too (lowering it
+// needs CAP_SYS_RESOURCE). Traffic to a ClusterIP from outside the pods'
+// range (the host, a node) is masqueraded, so its replies come back
+// through the node that translated it.
+func (n node) kubeProxyConfig() string {
+	return strings.NewReplacer(
+		"@KUBECONFIG@", n.c.path("pki", "kube-proxy.kubeconfig"),
+		"@NODE@", n.Name(),
+		"@NODEIP@", n.IP().String(),
+		"@PODS@", n.c.ClusterPodCIDR().String(),
+	).Replace(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: @KUBECONFIG@
+hostnameOverride: @NODE@
+bindAddress: @NODEIP@
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+mode: iptables
+clusterCIDR: @PODS@
+detectLocalMode: ClusterCIDR
+nodePortAddresses: [@NODEIP@/32]
+oomScoreAdj: 0
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+  udpTimeout: 0s
+  udpStreamTimeout: 0s
+iptables:
+  minSyncPeriod: 1s
+  syncPeriod: 30s
 `)
 }

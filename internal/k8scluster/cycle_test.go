@@ -23,8 +23,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "node-exec" {
 		fs := flag.NewFlagSet("node-exec", flag.ExitOnError)
 		state := fs.String("state", "", "")
+		index := fs.Int("node", 1, "")
 		_ = fs.Parse(os.Args[2:])
-		if err := NodeExec(*state, fs.Args()); err != nil {
+		if err := NodeExec(*state, *index, fs.Args()); err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")
 			os.Exit(1)
 		}

@@ -11,15 +11,18 @@ import (
 )
 
 // ImportDockerImage copies ref from the local Docker engine into the
-// node's containerd (`docker save`, then `ctr images import`), for images
-// that are not FROM scratch: a Harbor task's, built FROM a Debian base.
-// The kubelet finds it under ref as NormalizeRef spells it.
+// nodes' containerd (`docker save`, then `ctr images import` into each),
+// for images that are not FROM scratch: a Harbor task's, built FROM a
+// Debian base. The kubelet finds it under ref as NormalizeRef spells it.
 func (c *Cluster) ImportDockerImage(ctx context.Context, ref string) error {
-	if c.Info.ContainerdSocket == "" {
-		return fmt.Errorf("import image %s: this cluster was not started by the harness (no containerd socket known)", ref)
+	socks, err := c.containerdSockets(ref)
+	if err != nil {
+		return err
 	}
-	if _, err := os.Stat(c.Info.ContainerdSocket); err != nil {
-		return fmt.Errorf("import image %s: the node's containerd socket: %w (is the cluster up?)", ref, err)
+	for _, s := range socks {
+		if _, err := os.Stat(s); err != nil {
+			return fmt.Errorf("import image %s: the node's containerd socket: %w (is the cluster up?)", ref, err)
+		}
 	}
 	tmp, err := os.CreateTemp("", "agentenv-k8s-docker-*.tar")
 	if err != nil {
@@ -29,15 +32,17 @@ func (c *Cluster) ImportDockerImage(ctx context.Context, ref string) error {
 	defer os.Remove(tmp.Name())
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	for _, step := range []struct {
+	type step struct {
 		name string
 		cmd  *exec.Cmd
 		hint string
-	}{
-		{"docker save", exec.CommandContext(ctx, "docker", "save", "-o", tmp.Name(), ref), "is Docker running, and does it have the image?"},
-		{"ctr images import", exec.CommandContext(ctx, "ctr", "-a", c.Info.ContainerdSocket, "-n", "k8s.io", "images", "import", tmp.Name()),
-			"ctr comes with Debian's containerd package"},
-	} {
+	}
+	steps := []step{{"docker save", exec.CommandContext(ctx, "docker", "save", "-o", tmp.Name(), ref), "is Docker running, and does it have the image?"}}
+	for _, s := range socks {
+		steps = append(steps, step{"ctr images import", exec.CommandContext(ctx, "ctr", "-a", s, "-n", "k8s.io", "images", "import", tmp.Name()),
+			"ctr comes with Debian's containerd package"})
+	}
+	for _, step := range steps {
 		out, err := step.cmd.CombinedOutput()
 		if err != nil {
 			var ee *exec.Error

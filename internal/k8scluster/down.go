@@ -35,11 +35,25 @@ func Down(ctx context.Context, cfg Config, log hclog.Logger) error {
 	var errs []error
 	if _, err := os.Stat(c.StateDir); err == nil {
 		deletePods(ctx, c, log)
-		// The kubelet first, so it restarts nothing; then containerd's
+		// The kubelets first, so they restart nothing; then containerd's
 		// tasks and shims; then the control plane.
+		for _, n := range c.nodes() {
+			for _, name := range nodeComponents {
+				if name != "containerd" {
+					stopPID(c, n.comp(name), log)
+				}
+			}
+		}
+		for _, n := range c.nodes() {
+			killTasks(ctx, n, log)
+			stopPID(c, n.comp("containerd"), log)
+		}
+		// A one-node cluster's (started before there were two): its
+		// shims and pods go with killRest below.
 		stopPID(c, "kubelet", log)
-		killTasks(ctx, c, log)
-		for _, name := range []string{"containerd", "kube-controller-manager", "kube-scheduler", "kube-apiserver", "etcd"} {
+		stopPID(c, "containerd", log)
+		stopPID(c, "coredns", log)
+		for _, name := range []string{"registry", "kube-controller-manager", "kube-scheduler", "kube-apiserver", "etcd"} {
 			stopPID(c, name, log)
 		}
 		killRest(c, log)
@@ -74,7 +88,11 @@ func Down(ctx context.Context, cfg Config, log hclog.Logger) error {
 // deletePods deletes every pod at once so the kubelet tears their
 // sandboxes down through CNI, and waits (bounded) for it.
 func deletePods(ctx context.Context, c Config, log hclog.Logger) {
-	if !pidAlive(c, "kubelet") || !pidAlive(c, "kube-apiserver") {
+	kubelets := false
+	for _, n := range c.nodes() {
+		kubelets = kubelets || pidAlive(c, n.comp("kubelet"))
+	}
+	if !kubelets || !pidAlive(c, "kube-apiserver") {
 		return
 	}
 	cl, err := Open(c.AdminKubeconfig())
@@ -95,7 +113,11 @@ func deletePods(ctx context.Context, c Config, log hclog.Logger) {
 	// Deleted from the apiserver at once with grace 0; the kubelet stops
 	// the sandboxes after: wait until containerd runs no task.
 	for ctx.Err() == nil {
-		if n := len(ctrTasks(ctx, c)); n == 0 {
+		left := 0
+		for _, n := range c.nodes() {
+			left += len(ctrTasks(ctx, n))
+		}
+		if left == 0 {
 			return
 		}
 		time.Sleep(300 * time.Millisecond)
@@ -103,27 +125,27 @@ func deletePods(ctx context.Context, c Config, log hclog.Logger) {
 	log.Warn("pods' sandboxes still running after 45s: killing them")
 }
 
-func ctrTasks(ctx context.Context, c Config) []string {
-	if _, err := os.Stat(c.ContainerdSocket()); err != nil {
+func ctrTasks(ctx context.Context, n node) []string {
+	if _, err := os.Stat(n.ContainerdSocket()); err != nil {
 		return nil
 	}
-	out, err := exec.CommandContext(ctx, "ctr", "-a", c.ContainerdSocket(), "-n", "k8s.io", "tasks", "ls", "-q").Output()
+	out, err := exec.CommandContext(ctx, "ctr", "-a", n.ContainerdSocket(), "-n", "k8s.io", "tasks", "ls", "-q").Output()
 	if err != nil {
 		return nil
 	}
 	return strings.Fields(string(out))
 }
 
-// killTasks kills containerd's tasks and their shims.
-func killTasks(ctx context.Context, c Config, log hclog.Logger) {
-	if pidAlive(c, "containerd") {
+// killTasks kills a node's containerd tasks and their shims.
+func killTasks(ctx context.Context, n node, log hclog.Logger) {
+	if pidAlive(n.c, n.comp("containerd")) {
 		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		for _, t := range ctrTasks(ctx, c) {
-			_ = exec.CommandContext(ctx, "ctr", "-a", c.ContainerdSocket(), "-n", "k8s.io", "tasks", "kill", "-s", "KILL", t).Run()
+		for _, t := range ctrTasks(ctx, n) {
+			_ = exec.CommandContext(ctx, "ctr", "-a", n.ContainerdSocket(), "-n", "k8s.io", "tasks", "kill", "-s", "KILL", t).Run()
 		}
 		cancel()
 	}
-	shims, _ := filepath.Glob(c.path("containerd", "state", "io.containerd.runtime.v2.task", "*", "*", "shim.pid"))
+	shims, _ := filepath.Glob(n.path("containerd", "state", "io.containerd.runtime.v2.task", "*", "*", "shim.pid"))
 	var pids []int
 	for _, f := range shims {
 		if pid, err := readPID(f); err == nil {
@@ -151,7 +173,7 @@ func stopPID(c Config, name string, log hclog.Logger) {
 // or cgroups: they can only be the cluster's.
 func killRest(c Config, log hclog.Logger) {
 	pids := c.cgroupProcs()
-	if ino := c.netNSInode(); ino != 0 {
+	for _, ino := range c.netNSInodes() {
 		pids = append(pids, procsInNetNS(ino)...)
 	}
 	pids = append(pids, procsMentioning(c.StateDir)...)
@@ -181,8 +203,12 @@ func ours(c Config, pid int) bool {
 	if strings.Contains(string(b), c.StateDir) {
 		return true
 	}
-	ino := c.netNSInode()
-	return ino != 0 && netNSOf(pid) == ino
+	for _, ino := range c.netNSInodes() {
+		if netNSOf(pid) == ino {
+			return true
+		}
+	}
+	return false
 }
 
 func pidAlive(c Config, name string) bool {
@@ -269,7 +295,7 @@ func procsMentioning(dir string) []int {
 
 // componentExes are the programs a cluster runs outside its pods; a
 // developer's `tail -f <state>/logs/...` is not one of them.
-var componentExes = []string{"etcd", "containerd", "containerd-shim", "containerd-shim-runc-v2", "runc", "nsenter", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kubelet"}
+var componentExes = []string{"etcd", "containerd", "containerd-shim", "containerd-shim-runc-v2", "runc", "nsenter", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kubelet", "kube-proxy", kubeRouter}
 
 func isComponent(pid int) bool {
 	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
@@ -358,7 +384,13 @@ type ComponentPID struct {
 func ComponentPIDs(cfg Config) []ComponentPID {
 	c := cfg.Defaults()
 	var out []ComponentPID
-	for _, name := range []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "containerd", "kubelet"} {
+	names := []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "registry", "coredns"}
+	for _, n := range c.nodes() {
+		for _, name := range nodeComponents {
+			names = append(names, n.comp(name))
+		}
+	}
+	for _, name := range names {
 		pid, err := readPID(c.path("pids", name+".pid"))
 		if err != nil {
 			continue

@@ -117,9 +117,11 @@ func (c Config) setupNetwork(ctx context.Context) error {
 	if err := c.own("netns"); err != nil {
 		return err
 	}
-	// The veth is made inside the namespace with its peer sent to ours (by
-	// our PID), so no name is ever needed in /run/netns.
-	if err := c.inNS(ctx, "ip", "link", "add", c.NodeLink(), "type", "veth", "peer", "name", c.HostLink(), "netns", strconv.Itoa(os.Getpid())); err != nil {
+	// The veth is made on the host with its peer sent into the namespace by
+	// its file, so no name is ever needed in /run/netns. (Not the other
+	// way, to our PID: the process's namespace is its main thread's, which
+	// a goroutine locked to it may have moved.)
+	if err := run(ctx, "ip", "link", "add", c.HostLink(), "type", "veth", "peer", "name", c.NodeLink(), "netns", ns); err != nil {
 		return err
 	}
 	if err := c.own("link"); err != nil {
@@ -148,7 +150,15 @@ func (c Config) setupNetwork(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	for _, n := range c.nodes() {
+		if err := n.setupNodeNetwork(ctx); err != nil {
+			return err
+		}
+	}
+	// ClusterIPs from the host are taken to the first node, whose
+	// kube-proxy translates them (and masquerades, the host being outside
+	// the cluster, so replies come back through it).
+	return c.inNS(ctx, "ip", "route", "add", c.ServiceCIDR().String(), "via", c.nodes()[0].IP().String())
 }
 
 // teardownNetwork removes the host route and link (deleting the host end
@@ -163,21 +173,44 @@ func (c Config) teardownNetwork(ctx context.Context) []error {
 			errs = append(errs, err)
 		}
 	}
-	if isMountPoint(c.NetNSPath()) {
-		if err := syscall.Unmount(c.NetNSPath(), syscall.MNT_DETACH); err != nil {
-			errs = append(errs, fmt.Errorf("unmount %s: %w", c.NetNSPath(), err))
+	for _, ns := range append([]string{c.NetNSPath()}, c.nodePaths(node.NetNSPath)...) {
+		if isMountPoint(ns) {
+			if err := syscall.Unmount(ns, syscall.MNT_DETACH); err != nil {
+				errs = append(errs, fmt.Errorf("unmount %s: %w", ns, err))
+			}
 		}
 	}
 	return errs
 }
 
 // netNSInode is the inode of the cluster's network namespace, 0 if none.
-func (c Config) netNSInode() uint64 {
-	if !isMountPoint(c.NetNSPath()) {
+func (c Config) netNSInode() uint64 { return nsInode(c.NetNSPath()) }
+
+// netNSInodes are the inodes of the control plane's and nodes' namespaces.
+func (c Config) netNSInodes() []uint64 {
+	var inos []uint64
+	for _, p := range append([]string{c.NetNSPath()}, c.nodePaths(node.NetNSPath)...) {
+		if ino := nsInode(p); ino != 0 {
+			inos = append(inos, ino)
+		}
+	}
+	return inos
+}
+
+func (c Config) nodePaths(f func(node) string) []string {
+	var ps []string
+	for _, n := range c.nodes() {
+		ps = append(ps, f(n))
+	}
+	return ps
+}
+
+func nsInode(path string) uint64 {
+	if !isMountPoint(path) {
 		return 0
 	}
 	var st syscall.Stat_t
-	if err := syscall.Stat(c.NetNSPath(), &st); err != nil {
+	if err := syscall.Stat(path, &st); err != nil {
 		return 0
 	}
 	return st.Ino

@@ -145,9 +145,26 @@ func TestNetworkSetupTeardown(t *testing.T) {
 	}
 	conn.Close()
 
-	out, err := exec.Command("ip", "-4", "route", "get", c.BridgeIP().Next().String()).CombinedOutput()
-	if err != nil || !contains(string(out), "via "+c.NodeIP().String()+" dev "+c.HostLink()) {
-		t.Errorf("the host does not route the pod network through the node: %s %v", out, err)
+	for _, n := range c.nodes() {
+		pod := addrIn(n.PodCIDR(), 2).String()
+		out, err := exec.Command("ip", "-4", "route", "get", pod).CombinedOutput()
+		if err != nil || !contains(string(out), "via "+c.NodeIP().String()+" dev "+c.HostLink()) {
+			t.Errorf("the host does not route %s's pods through the control plane: %s %v", n.Name(), out, err)
+		}
+		// The control plane routes them on to their node, which sends
+		// everything else back to the control plane.
+		out, err = exec.Command("nsenter", "--net="+c.NetNSPath(), "--", "ip", "-4", "route", "get", pod).CombinedOutput()
+		if err != nil || !contains(string(out), "via "+n.IP().String()+" dev "+n.cpLink()) {
+			t.Errorf("the control plane does not route %s to %s: %s %v", pod, n.Name(), out, err)
+		}
+		out, err = exec.Command("nsenter", "--net="+n.NetNSPath(), "--", "ip", "-4", "route", "get", c.HostIP().String()).CombinedOutput()
+		if err != nil || !contains(string(out), "via "+n.peerIP().String()+" dev eth0") {
+			t.Errorf("%s does not route the host through the control plane: %s %v", n.Name(), out, err)
+		}
+	}
+	out, err := exec.Command("nsenter", "--net="+c.NetNSPath(), "--", "ip", "-4", "route", "get", c.APIServiceIP().String()).CombinedOutput()
+	if err != nil || !contains(string(out), "via "+c.nodes()[0].IP().String()) {
+		t.Errorf("the control plane does not send ClusterIPs to the first node: %s %v", out, err)
 	}
 	// From inside the namespace, an address beyond the link is unreachable.
 	out, err = exec.Command("nsenter", "--net="+c.NetNSPath(), "--", "ip", "-4", "route", "get", "192.0.2.1").CombinedOutput()

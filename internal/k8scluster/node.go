@@ -55,8 +55,10 @@ func (c Config) prepareHostPaths() error {
 			}
 			created = append(created, d)
 		}
-		if err := os.MkdirAll(c.path("host", strings.ReplaceAll(strings.TrimPrefix(p, "/"), "/", "_")), 0o755); err != nil {
-			return err
+		for _, n := range c.nodes() {
+			if err := os.MkdirAll(n.hostPath(p), 0o755); err != nil {
+				return err
+			}
 		}
 	}
 	var old []string
@@ -75,15 +77,24 @@ func (c Config) createdHostDirs() []string {
 	return strings.Fields(string(b))
 }
 
-// NodeExec runs as the first process of the node's mount namespace (Up
+// hostPath is the node's private folder bound over the host path p.
+func (n node) hostPath(p string) string {
+	return n.path("host", strings.ReplaceAll(strings.TrimPrefix(p, "/"), "/", "_"))
+}
+
+// NodeExec runs as the first process of a node's mount namespace (Up
 // starts it with CLONE_NEWNS, which Go makes recursively private): it masks
-// the kernel defaults, binds the host paths, then becomes argv (containerd).
-func NodeExec(stateDir string, argv []string) error {
+// the kernel defaults, binds the host paths to node index's folders, then
+// becomes argv (containerd).
+func NodeExec(stateDir string, index int, argv []string) error {
 	if len(argv) == 0 {
 		return errors.New("node-exec: no command")
 	}
-	c := Config{StateDir: stateDir}
-	if err := os.MkdirAll(c.path("fakesys"), 0o755); err != nil {
+	if index < 1 || index > NodeCount {
+		return fmt.Errorf("node-exec: node %d: the cluster has nodes 1 to %d", index, NodeCount)
+	}
+	n := node{c: Config{StateDir: stateDir}, index: index}
+	if err := os.MkdirAll(n.path("fakesys"), 0o755); err != nil {
 		return err
 	}
 	for _, kd := range kernelDefaults {
@@ -95,7 +106,7 @@ func NodeExec(stateDir string, argv []string) error {
 		if strings.TrimSpace(string(cur)) == kd.value {
 			continue
 		}
-		f := c.path("fakesys", strings.ReplaceAll(kd.key, "/", "_"))
+		f := n.path("fakesys", strings.ReplaceAll(kd.key, "/", "_"))
 		if err := os.WriteFile(f, []byte(kd.value+"\n"), 0o444); err != nil {
 			return err
 		}
@@ -104,7 +115,7 @@ func NodeExec(stateDir string, argv []string) error {
 		}
 	}
 	for _, p := range hostPaths {
-		src := c.path("host", strings.ReplaceAll(strings.TrimPrefix(p, "/"), "/", "_"))
+		src := n.hostPath(p)
 		if err := syscall.Mount(src, p, "", syscall.MS_BIND, ""); err != nil {
 			return fmt.Errorf("node-exec: bind %s over %s: %w", src, p, err)
 		}
@@ -146,22 +157,29 @@ func cgroupHierarchies() []string {
 	return hs
 }
 
-// makeCgroupRoot creates the kubelet's cgroup root in every hierarchy
-// (the kubelet requires it to exist); a cpuset needs its CPUs and memory
-// nodes before any task may join, so those are copied from the parent.
+// makeCgroupRoot creates the cluster's cgroup and each node's kubelet
+// cgroup root inside it, in every hierarchy (the kubelet requires its root
+// to exist); a cpuset needs its CPUs and memory nodes before any task may
+// join, so those are copied from the parent.
 func (c Config) makeCgroupRoot() error {
 	if err := c.own("cgroups"); err != nil {
 		return err
 	}
+	dirs := []string{c.CgroupRoot()}
+	for _, n := range c.nodes() {
+		dirs = append(dirs, n.CgroupRoot())
+	}
 	for _, h := range cgroupHierarchies() {
-		d := h + c.CgroupRoot()
-		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("create cgroup %s: %w", d, err)
-		}
-		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
-			if v, err := os.ReadFile(filepath.Join(h, f)); err == nil {
-				if err := os.WriteFile(filepath.Join(d, f), v, 0o644); err != nil {
-					return fmt.Errorf("cgroup %s: %s: %w", d, f, err)
+		for _, cg := range dirs {
+			d := h + cg
+			if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("create cgroup %s: %w", d, err)
+			}
+			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+				if v, err := os.ReadFile(filepath.Join(filepath.Dir(d), f)); err == nil {
+					if err := os.WriteFile(filepath.Join(d, f), v, 0o644); err != nil {
+						return fmt.Errorf("cgroup %s: %s: %w", d, f, err)
+					}
 				}
 			}
 		}

@@ -164,18 +164,23 @@ func makePKI(dir string, c Config) (*CA, error) {
 	if err := writeFile(p.key("ca"), pemBlock("EC PRIVATE KEY", kder), 0o600); err != nil {
 		return nil, err
 	}
-	node := c.NodeName()
-	nodeIP := net.IP(c.NodeIP().AsSlice())
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IP(c.NodeIP().AsSlice()), net.IP(c.APIServiceIP().AsSlice())}
+	for _, n := range c.nodes() {
+		ips = append(ips, net.IP(n.peerIP().AsSlice()))
+	}
 	specs := map[string]certSpec{
-		"apiserver": {CommonName: "kube-apiserver", Server: true,
-			IPs:      []net.IP{net.IPv4(127, 0, 0, 1), nodeIP, net.IP(c.BridgeIP().AsSlice()), net.IPv4(10, 96, 0, 1)},
+		"apiserver": {CommonName: "kube-apiserver", Server: true, IPs: ips,
 			DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}},
 		"admin":                    {CommonName: "admin", Organization: []string{"system:masters"}},
 		"apiserver-kubelet-client": {CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
-		"kubelet": {CommonName: "system:node:" + node, Organization: []string{"system:nodes"}, Server: true,
-			IPs: []net.IP{net.IPv4(127, 0, 0, 1), nodeIP}, DNSNames: []string{node, "localhost"}},
-		"controller-manager": {CommonName: "system:kube-controller-manager"},
-		"scheduler":          {CommonName: "system:kube-scheduler"},
+		"controller-manager":       {CommonName: "system:kube-controller-manager"},
+		"scheduler":                {CommonName: "system:kube-scheduler"},
+		// The kube-proxy user the default system:node-proxier binding names.
+		"kube-proxy": {CommonName: "system:kube-proxy"},
+	}
+	for _, n := range c.nodes() {
+		specs[n.comp("kubelet")] = certSpec{CommonName: "system:node:" + n.Name(), Organization: []string{"system:nodes"}, Server: true,
+			IPs: []net.IP{net.IPv4(127, 0, 0, 1), net.IP(n.IP().AsSlice())}, DNSNames: []string{n.Name(), "localhost"}}
 	}
 	for name, spec := range specs {
 		is, err := ca.issue(spec)

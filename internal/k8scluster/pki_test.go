@@ -53,8 +53,11 @@ func TestMakePKI(t *testing.T) {
 	}{
 		{"apiserver", "kube-apiserver", nil, x509.ExtKeyUsageServerAuth, c.NodeIP().String(), "10.255.0.9"},
 		{"apiserver", "kube-apiserver", nil, x509.ExtKeyUsageServerAuth, "kubernetes.default.svc", ""},
-		{"kubelet", "system:node:" + c.NodeName(), []string{"system:nodes"}, x509.ExtKeyUsageServerAuth, c.NodeIP().String(), "kubernetes"},
-		{"kubelet", "system:node:" + c.NodeName(), []string{"system:nodes"}, x509.ExtKeyUsageClientAuth, "", ""},
+		{"apiserver", "kube-apiserver", nil, x509.ExtKeyUsageServerAuth, c.APIServiceIP().String(), ""},
+		{"kubelet-node1", "system:node:" + c.nodes()[0].Name(), []string{"system:nodes"}, x509.ExtKeyUsageServerAuth, c.nodes()[0].IP().String(), c.nodes()[1].IP().String()},
+		{"kubelet-node2", "system:node:" + c.nodes()[1].Name(), []string{"system:nodes"}, x509.ExtKeyUsageServerAuth, c.nodes()[1].IP().String(), "kubernetes"},
+		{"kubelet-node2", "system:node:" + c.nodes()[1].Name(), []string{"system:nodes"}, x509.ExtKeyUsageClientAuth, "", ""},
+		{"kube-proxy", "system:kube-proxy", nil, x509.ExtKeyUsageClientAuth, "", ""},
 		{"admin", "admin", []string{"system:masters"}, x509.ExtKeyUsageClientAuth, "", ""},
 		{"apiserver-kubelet-client", "kube-apiserver-kubelet-client", []string{"system:masters"}, x509.ExtKeyUsageClientAuth, "", ""},
 		{"controller-manager", "system:kube-controller-manager", nil, x509.ExtKeyUsageClientAuth, "", ""},

@@ -45,6 +45,25 @@ func Require(t testing.TB) *Cluster {
 	return c
 }
 
+// RequireCapability is Require for a test that needs what the cluster
+// records it offers (CapNodes, CapServices, CapNetworkPolicy): a cluster without it skips
+// the test, or fails it under CI=true, naming what is missing.
+func RequireCapability(t testing.TB, caps ...string) *Cluster {
+	t.Helper()
+	c := Require(t)
+	if c == nil {
+		return nil
+	}
+	for _, cp := range caps {
+		if !c.Info.Has(cp) {
+			sdktest.Missing(t, "a test cluster with "+cp, fmt.Sprintf("the cluster at %s records capabilities %v", c.Info.StateDir, c.Info.Capabilities),
+				"bring it up with this checkout's `k8scluster up` (docs/k8s-test-cluster.md)")
+			return nil
+		}
+	}
+	return c
+}
+
 func find(ctx context.Context) (*Cluster, error) {
 	where := Locate()
 	c, err := Open(where)

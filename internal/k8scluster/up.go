@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -35,12 +36,12 @@ type UpOptions struct {
 }
 
 // tools are the host programs Up runs.
-var tools = []string{"etcd", "containerd", "runc", "ctr", "ip", "nsenter", "unshare"}
+var tools = []string{"etcd", "containerd", "runc", "ctr", "ip", "nsenter", "unshare", "iptables", "iptables-restore", "iptables-save"}
 
 // cniPlugins are the CNI plugins the bridge network needs.
-var cniPlugins = []string{"bridge", "host-local", "loopback"}
+var cniPlugins = []string{"ptp", "host-local", "loopback"}
 
-// Up brings the cluster up and returns once the node is Ready and
+// Up brings the cluster up and returns once both nodes are Ready and
 // untainted and the default ServiceAccount exists. A cluster already
 // running in the state folder is left as it is. On failure everything made
 // so far is torn down and the error carries the failing log's tail.
@@ -96,13 +97,22 @@ func preflight(ctx context.Context, c Config) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("missing %s: apt-get install etcd-server containerd runc containernetworking-plugins iproute2 util-linux", strings.Join(missing, ", "))
+		return fmt.Errorf("missing %s: apt-get install etcd-server containerd runc containernetworking-plugins iproute2 util-linux iptables", strings.Join(missing, ", "))
 	}
 	if _, err := os.Stat("/sys/fs/cgroup/memory/cgroup.procs"); err != nil {
 		return errors.New("no cgroup v1 memory hierarchy at /sys/fs/cgroup/memory: the harness is written for cgroup v1 machines")
 	}
+	if err := CheckCoreDNS(CoreDNSBinary()); err != nil {
+		return fmt.Errorf("%w: build it with `make k8s-up` or `k8scluster build`", err)
+	}
 	if err := CheckBinaries(c.BinDir); err != nil {
 		return fmt.Errorf("%w: build them with `make k8s-up` or `k8scluster build`", err)
+	}
+	if err := CheckRegistry(RegistryBinary()); err != nil {
+		return fmt.Errorf("%w: build it with `make k8s-up` or `k8scluster build`", err)
+	}
+	if err := preflightNetPol(); err != nil {
+		return err
 	}
 	for _, h := range cgroupHierarchies() {
 		if _, err := os.Stat(h + c.CgroupRoot()); err == nil {
@@ -123,9 +133,16 @@ type upRun struct {
 
 func up(ctx context.Context, c Config, opts UpOptions, log hclog.Logger) (*Cluster, error) {
 	u := &upRun{c: c, opts: opts, log: log, t0: time.Now(), exited: map[string]chan struct{}{}}
-	for _, d := range []string{"logs", "pids", "etcd", "cni/net.d", "cni/ipam", "containerd", "kubelet", "podlogs", "images"} {
+	for _, d := range []string{"logs", "pids", "etcd", "images"} {
 		if err := os.MkdirAll(c.path(d), 0o755); err != nil {
 			return nil, err
+		}
+	}
+	for _, n := range c.nodes() {
+		for _, d := range []string{"cni/net.d", "cni/ipam", "containerd", "kubelet", "podlogs"} {
+			if err := os.MkdirAll(n.path(d), 0o755); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := os.Chmod(c.StateDir, 0o755); err != nil {
@@ -146,14 +163,17 @@ func up(ctx context.Context, c Config, opts UpOptions, log hclog.Logger) (*Clust
 	if err := c.setupNetwork(ctx); err != nil {
 		return nil, fmt.Errorf("network: %w", err)
 	}
-	u.step("network namespace, veth and route")
-	for name, body := range map[string]string{
-		"containerd.toml":                c.containerdConfig(),
-		"kubelet.yaml":                   c.kubeletConfig(),
-		"cni/net.d/10-agentenv.conflist": c.cniConfig(),
-	} {
-		if err := writeFile(c.path(name), []byte(body), 0o644); err != nil {
-			return nil, err
+	u.step("network namespaces, veths and routes")
+	for _, n := range c.nodes() {
+		for name, body := range map[string]string{
+			"containerd.toml":                n.containerdConfig(),
+			"kubelet.yaml":                   n.kubeletConfig(),
+			"cni/net.d/10-agentenv.conflist": n.cniConfig(),
+			"kube-proxy.yaml":                n.kubeProxyConfig(),
+		} {
+			if err := writeFile(n.path(name), []byte(body), 0o644); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := u.start(ctx, "etcd", nil, "etcd", "--name", c.Name, "--data-dir", c.path("etcd", "data"),
@@ -178,15 +198,18 @@ func up(ctx context.Context, c Config, opts UpOptions, log hclog.Logger) (*Clust
 		"--kubelet-certificate-authority="+pki("ca.crt"), "--kubelet-preferred-address-types=InternalIP",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+pki("sa.pub"), "--service-account-signing-key-file="+pki("sa.key"),
-		"--service-cluster-ip-range=10.96.0.0/16",
+		"--service-cluster-ip-range="+c.ServiceCIDR().String(), "--service-node-port-range=30000-32767",
 		"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
 		"--allow-privileged=true", "--endpoint-reconciler-type=lease", "--profiling=false", "--v=1"); err != nil {
 		return nil, err
 	}
-	if err := u.waitAPIServer(ctx, ca); err != nil {
+	if err := u.waitAPIServer(ctx, ca, "kube-apiserver", u.c.APIServerURL()); err != nil {
 		return nil, err
 	}
 	u.step("apiserver ready")
+	if err := u.startDNS(ctx, ca); err != nil {
+		return nil, fmt.Errorf("cluster DNS: %w", err)
+	}
 	if err := u.start(ctx, "kube-scheduler", nil, u.bin("kube-scheduler"),
 		"--kubeconfig="+pki("scheduler.kubeconfig"), "--authentication-kubeconfig="+pki("scheduler.kubeconfig"),
 		"--authorization-kubeconfig="+pki("scheduler.kubeconfig"),
@@ -202,6 +225,10 @@ func up(ctx context.Context, c Config, opts UpOptions, log hclog.Logger) (*Clust
 		"--use-service-account-credentials=true", "--controllers=*", "--v=1"); err != nil {
 		return nil, err
 	}
+	if err := u.startRegistry(ctx); err != nil {
+		return nil, err
+	}
+	u.step("image registry answers")
 	if err := c.prepareHostPaths(); err != nil {
 		return nil, err
 	}
@@ -214,39 +241,49 @@ func up(ctx context.Context, c Config, opts UpOptions, log hclog.Logger) (*Clust
 			return nil, err
 		}
 	}
-	if err := u.start(ctx, "containerd", &syscall.SysProcAttr{Setsid: true, Unshareflags: syscall.CLONE_NEWNS},
-		self, "node-exec", "--state", c.StateDir, "--", "containerd", "--config", c.path("containerd.toml")); err != nil {
-		return nil, err
+	for _, n := range c.nodes() {
+		if err := u.startNode(ctx, n, self, pause); err != nil {
+			return nil, err
+		}
 	}
-	if err := u.waitFile(ctx, "containerd", c.ContainerdSocket(), time.Minute); err != nil {
-		return nil, err
-	}
-	if err := ImportImage(ctx, c.ContainerdSocket(), Image{Source: pause, Ref: PauseImage}); err != nil {
-		return nil, err
-	}
-	u.step("containerd up, pause image imported")
-	cpid, err := readPID(c.path("pids", "containerd.pid"))
-	if err != nil {
-		return nil, err
-	}
-	if err := u.startIn(ctx, "kubelet", []string{"--mount=/proc/" + strconv.Itoa(cpid) + "/ns/mnt"}, u.bin("kubelet"),
-		"--root-dir="+c.path("kubelet"), "--config="+c.path("kubelet.yaml"), "--kubeconfig="+pki("kubelet.kubeconfig"),
-		"--hostname-override="+c.NodeName(), "--node-ip="+c.NodeIP().String(), "--v=1"); err != nil {
-		return nil, err
-	}
+	first := c.nodes()[0]
 	info := Info{
 		Version: Version, StateDir: c.StateDir, Kubeconfig: c.AdminKubeconfig(), Server: c.APIServerURL(),
-		NodeName: c.NodeName(), NodeIP: c.NodeIP().String(), HostIP: c.HostIP().String(), PodCIDR: c.PodCIDR.Masked().String(),
-		ContainerdSocket: c.ContainerdSocket(), CACert: pki("ca.crt"), CAKey: pki("ca.key"), NetNS: c.NetNSPath(),
+		NodeName: first.Name(), NodeIP: c.NodeIP().String(), HostIP: c.HostIP().String(), PodCIDR: c.PodCIDR.Masked().String(),
+		ServiceCIDR:      c.ServiceCIDR().String(),
+		ContainerdSocket: first.ContainerdSocket(), CACert: pki("ca.crt"), CAKey: pki("ca.key"), NetNS: c.NetNSPath(),
+	}
+	for _, n := range c.nodes() {
+		info.Nodes = append(info.Nodes, n.info())
 	}
 	cl, err := openInfo(info)
 	if err != nil {
 		return nil, err
 	}
-	if err := u.waitNode(ctx, cl); err != nil {
+	for _, n := range c.nodes() {
+		if err := u.waitNode(ctx, cl, n); err != nil {
+			return nil, err
+		}
+	}
+	u.step("nodes Ready and untainted, default ServiceAccount present")
+	// The kubernetes Service answering from the host through its ClusterIP
+	// is node1's kube-proxy at work.
+	if err := u.waitAPIServer(ctx, ca, first.comp("kube-proxy"), "https://"+net.JoinHostPort(c.APIServiceIP().String(), "443")); err != nil {
 		return nil, err
 	}
-	u.step("node Ready and untainted, default ServiceAccount present")
+	u.step("the kubernetes Service answers at its ClusterIP")
+	if err := u.waitDNS(ctx); err != nil {
+		return nil, err
+	}
+	u.step("the cluster DNS answers")
+	info.DNS = c.DNSAddr().String()
+	info.Capabilities = []string{CapNodes, CapServices, CapRegistry, CapDNS}
+	info.Registry = c.RegistryAddr()
+	if enforced, err := u.startNetPol(ctx, cl, ca); err != nil {
+		return nil, err
+	} else if enforced {
+		info.Capabilities = append(info.Capabilities, CapNetworkPolicy)
+	}
 	info.Started = time.Now().UTC()
 	b, _ := json.MarshalIndent(info, "", "  ")
 	if err := writeFile(c.InfoPath(), append(b, '\n'), 0o644); err != nil {
@@ -295,7 +332,11 @@ func (u *upRun) kubeconfigs(ca *CA) error {
 		}
 		return writeFile(path, b, 0o600)
 	}
-	for _, name := range []string{"admin", "kubelet", "controller-manager", "scheduler"} {
+	names := []string{"admin", "controller-manager", "scheduler", "kube-proxy"}
+	for _, n := range c.nodes() {
+		names = append(names, n.comp("kubelet"))
+	}
+	for _, name := range names {
 		crt, err := os.ReadFile(c.path("pki", name+".crt"))
 		if err != nil {
 			return err
@@ -315,24 +356,48 @@ func (u *upRun) kubeconfigs(ca *CA) error {
 	return nil
 }
 
-// start runs argv inside the cluster's network namespace, detached (its
-// own session), logging to logs/<name>.log, its PID in pids/<name>.pid.
+// start runs argv inside the control plane's network namespace, detached
+// (its own session), logging to logs/<name>.log, its PID in pids/<name>.pid.
 func (u *upRun) start(ctx context.Context, name string, attr *syscall.SysProcAttr, argv ...string) error {
-	return u.startAttr(name, attr, nil, argv...)
+	return u.startAttr(name, u.c.NetNSPath(), attr, nil, argv...)
 }
 
-// startIn is start with more nsenter flags (joining a mount namespace).
-func (u *upRun) startIn(ctx context.Context, name string, nsenterFlags []string, argv ...string) error {
-	return u.startAttr(name, nil, nsenterFlags, argv...)
+// startNode starts a node's containerd (in a mount namespace of its own,
+// through node-exec), imports the pause image, and starts its kubelet in
+// the same namespaces.
+func (u *upRun) startNode(ctx context.Context, n node, self, pause string) error {
+	c := u.c
+	if err := u.startAttr(n.comp("containerd"), n.NetNSPath(), &syscall.SysProcAttr{Setsid: true, Unshareflags: syscall.CLONE_NEWNS}, nil,
+		self, "node-exec", "--state", c.StateDir, "--node", strconv.Itoa(n.index), "--", "containerd", "--config", n.path("containerd.toml")); err != nil {
+		return err
+	}
+	if err := u.waitFile(ctx, n.comp("containerd"), n.ContainerdSocket(), time.Minute); err != nil {
+		return err
+	}
+	if err := ImportImage(ctx, n.ContainerdSocket(), Image{Source: pause, Ref: PauseImage}); err != nil {
+		return err
+	}
+	u.step(n.Name() + ": containerd up, pause image imported")
+	cpid, err := readPID(c.path("pids", n.comp("containerd")+".pid"))
+	if err != nil {
+		return err
+	}
+	mnt := []string{"--mount=/proc/" + strconv.Itoa(cpid) + "/ns/mnt"}
+	if err := u.startAttr(n.comp("kubelet"), n.NetNSPath(), nil, mnt, u.bin("kubelet"),
+		"--root-dir="+n.path("kubelet"), "--config="+n.path("kubelet.yaml"), "--kubeconfig="+c.path("pki", n.comp("kubelet")+".kubeconfig"),
+		"--hostname-override="+n.Name(), "--node-ip="+n.IP().String(), "--v=1"); err != nil {
+		return err
+	}
+	return u.startAttr(n.comp("kube-proxy"), n.NetNSPath(), nil, nil, u.bin("kube-proxy"), "--config="+n.path("kube-proxy.yaml"), "--v=1")
 }
 
-func (u *upRun) startAttr(name string, attr *syscall.SysProcAttr, nsenterFlags []string, argv ...string) error {
+func (u *upRun) startAttr(name, netns string, attr *syscall.SysProcAttr, nsenterFlags []string, argv ...string) error {
 	logf, err := os.OpenFile(u.c.path("logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	args := append([]string{"--net=" + u.c.NetNSPath()}, nsenterFlags...)
+	args := append([]string{"--net=" + netns}, nsenterFlags...)
 	args = append(append(args, "--"), argv...)
 	// nsenter execs argv in place: the PID recorded is the component's.
 	cmd := exec.Command("nsenter", args...)
@@ -402,8 +467,9 @@ func (u *upRun) poll(ctx context.Context, what string, timeout, every time.Durat
 	}
 }
 
-// waitAPIServer polls /readyz from the host, through the veth.
-func (u *upRun) waitAPIServer(ctx context.Context, ca *CA) error {
+// waitAPIServer polls the apiserver's /readyz at base from the host (what
+// answers is logged as name).
+func (u *upRun) waitAPIServer(ctx context.Context, ca *CA, name, base string) error {
 	crt, err := tls.LoadX509KeyPair(u.c.path("pki", "admin.crt"), u.c.path("pki", "admin.key"))
 	if err != nil {
 		return err
@@ -412,8 +478,8 @@ func (u *upRun) waitAPIServer(ctx context.Context, ca *CA) error {
 	pool.AddCert(ca.Cert)
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{crt}}}}
 	defer hc.CloseIdleConnections()
-	return u.poll(ctx, "kube-apiserver", 3*time.Minute, 250*time.Millisecond, func() (bool, error) {
-		resp, err := hc.Get(u.c.APIServerURL() + "/readyz")
+	return u.poll(ctx, name, 3*time.Minute, 250*time.Millisecond, func() (bool, error) {
+		resp, err := hc.Get(base + "/readyz")
 		if err != nil {
 			return false, err
 		}
@@ -422,13 +488,13 @@ func (u *upRun) waitAPIServer(ctx context.Context, ca *CA) error {
 	})
 }
 
-// waitNode waits for the node to be Ready with no taints, and for the
+// waitNode waits for a node to be Ready with no taints, and for the
 // default namespace's ServiceAccount.
-func (u *upRun) waitNode(ctx context.Context, cl *Cluster) error {
-	return u.poll(ctx, "kubelet", 4*time.Minute, 300*time.Millisecond, func() (bool, error) {
+func (u *upRun) waitNode(ctx context.Context, cl *Cluster, nd node) error {
+	return u.poll(ctx, nd.comp("kubelet"), 4*time.Minute, 300*time.Millisecond, func() (bool, error) {
 		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		n, err := cl.Client.CoreV1().Nodes().Get(qctx, u.c.NodeName(), metav1.GetOptions{})
+		n, err := cl.Client.CoreV1().Nodes().Get(qctx, nd.Name(), metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}

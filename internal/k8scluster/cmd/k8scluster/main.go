@@ -22,19 +22,23 @@ import (
 
 const usage = `usage: k8scluster [--state DIR] [--bin DIR] VERB
 
-  build         build the Kubernetes binaries into the cache (once per version)
+  build         build the Kubernetes binaries and kube-router into the cache (once per version)
   up [--build]  bring the cluster up (--build: build the binaries first if missing)
   down          tear it down and check nothing is left
   status        say what runs
   env           print shell exports for the tests (eval "$(k8scluster env)")
   check-clean   fail naming anything a cluster left behind
-  image --ref REF [--entrypoint PATH] SRC
+  image --ref REF [--entrypoint PATH] SRC [ARG...]
                 import a FROM-scratch image of SRC (static binary or folder)
+  push --ref REF [--entrypoint PATH] SRC | --docker IMAGE | --oci TARBALL
+                push an image to the cluster's registry as REF (` + k8scluster.RegistryHost + `/NAME:TAG):
+                a FROM-scratch image of SRC, a local Docker image, or an OCI layout (or docker save) tarball
   kubeconfig --user NAME [--group G]...
                 print a kubeconfig for a user, signed by the cluster CA
 
 Defaults: state folder $AGENTENV_K8S_STATE or /tmp/agentenv-k8s, binaries in
-$AGENTENV_K8S_CACHE (or ~/.cache/agentenv-k8s)/` + k8scluster.Version + `/bin.
+$AGENTENV_K8S_CACHE (or ~/.cache/agentenv-k8s)/` + k8scluster.Version + `/bin, the registry in
+distribution-` + k8scluster.RegistryVersion + `/bin there.
 `
 
 func main() {
@@ -104,8 +108,8 @@ func runVerb(ctx context.Context, cfg k8scluster.Config, verb string, args []str
 		ref := f.String("ref", "", "image reference")
 		ep := f.String("entrypoint", "", "entrypoint (default /<binary name>)")
 		_ = f.Parse(args)
-		if f.NArg() != 1 || *ref == "" {
-			return fmt.Errorf("image: want --ref REF [--entrypoint PATH] SRC")
+		if f.NArg() < 1 || *ref == "" || f.NArg() > 1 && *ep == "" {
+			return fmt.Errorf("image: want --ref REF [--entrypoint PATH] SRC [ARG...] (ARGs follow the entrypoint)")
 		}
 		cl, err := k8scluster.Open(cfg.StateDir)
 		if err != nil {
@@ -113,9 +117,11 @@ func runVerb(ctx context.Context, cfg k8scluster.Config, verb string, args []str
 		}
 		var eps []string
 		if *ep != "" {
-			eps = []string{*ep}
+			eps = append([]string{*ep}, f.Args()[1:]...)
 		}
 		return cl.ImportImage(ctx, f.Arg(0), *ref, eps...)
+	case "push":
+		return push(ctx, cfg, args)
 	case "kubeconfig":
 		f := flag.NewFlagSet("kubeconfig", flag.ExitOnError)
 		user := f.String("user", "", "user name (the certificate's CN)")
@@ -142,7 +148,63 @@ func build(ctx context.Context, cfg k8scluster.Config, log hclog.Logger) error {
 	if err != nil {
 		return err
 	}
-	return k8scluster.BuildBinaries(ctx, filepath.Join(repo, "internal", "k8scluster", "k8sbuild"), cfg.BinDir, log)
+	if err := k8scluster.BuildBinaries(ctx, filepath.Join(repo, "internal", "k8scluster", "k8sbuild"), cfg.BinDir, log); err != nil {
+		return err
+	}
+	if err := k8scluster.BuildRegistry(ctx, k8scluster.RegistryBinary(), log); err != nil {
+		return err
+	}
+	if err := k8scluster.BuildKubeRouter(ctx, filepath.Join(repo, "internal", "k8scluster", "netpolbuild"), log); err != nil {
+		return err
+	}
+	return k8scluster.BuildCoreDNS(ctx, filepath.Join(repo, "internal", "k8scluster", "dnsbuild"), k8scluster.CoreDNSBinary(), log)
+}
+
+// push sends one image to the cluster's registry: SRC (as `image` builds
+// it), a Docker image (docker save), or an OCI layout tarball.
+func push(ctx context.Context, cfg k8scluster.Config, args []string) error {
+	f := flag.NewFlagSet("push", flag.ExitOnError)
+	ref := f.String("ref", "", "image reference on the cluster's registry ("+k8scluster.RegistryHost+"/NAME:TAG)")
+	ep := f.String("entrypoint", "", "entrypoint of SRC's image (default /<binary name>)")
+	docker := f.String("docker", "", "a local Docker image to push instead of SRC")
+	oci := f.String("oci", "", "an OCI image-layout tarball (or a docker save archive) to push instead of SRC")
+	_ = f.Parse(args)
+	srcs := f.NArg()
+	for _, s := range []string{*docker, *oci} {
+		if s != "" {
+			srcs++
+		}
+	}
+	if f.NArg() > 1 && (*ep == "" || srcs > 1) {
+		return fmt.Errorf("push: ARGs after SRC follow --entrypoint: want --ref REF --entrypoint PATH SRC [ARG...]")
+	}
+	if f.NArg() > 1 {
+		srcs -= f.NArg() - 1
+	}
+	if *ref == "" || srcs != 1 {
+		return fmt.Errorf("push: want --ref REF and one of SRC [--entrypoint PATH SRC ARG...], --docker IMAGE, --oci TARBALL")
+	}
+	cl, err := k8scluster.Open(cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *docker != "":
+		err = cl.PushDocker(ctx, *docker, *ref)
+	case *oci != "":
+		err = cl.PushArchive(ctx, *oci, *ref)
+	default:
+		var eps []string
+		if *ep != "" {
+			eps = append([]string{*ep}, f.Args()[1:]...)
+		}
+		err = cl.PushImage(ctx, f.Arg(0), *ref, eps...)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Println(*ref)
+	return nil
 }
 
 func status(ctx context.Context, cfg k8scluster.Config) error {
@@ -165,8 +227,9 @@ func status(ctx context.Context, cfg k8scluster.Config) error {
 func nodeExec(args []string) {
 	f := flag.NewFlagSet("node-exec", flag.ExitOnError)
 	state := f.String("state", "", "state folder")
+	index := f.Int("node", 1, "which node (1-based)")
 	_ = f.Parse(args)
-	if err := k8scluster.NodeExec(*state, f.Args()); err != nil {
+	if err := k8scluster.NodeExec(*state, *index, f.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
