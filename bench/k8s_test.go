@@ -52,11 +52,7 @@ func k8sBench(b *testing.B) (*k8scluster.Cluster, string) {
 		}
 		defer os.RemoveAll(dir)
 		bin := filepath.Join(dir, "gridsim-env")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
-		cmd.Dir = filepath.Join(gridsimDir, "envs", "gridsim")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			k8sImageErr = fmt.Errorf("go build: %v\n%s", err, out)
+		if k8sImageErr = buildGridsimEnv(bin); k8sImageErr != nil {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -67,6 +63,17 @@ func k8sBench(b *testing.B) (*k8scluster.Cluster, string) {
 		b.Fatal(k8sImageErr)
 	}
 	return c, c.Namespace(b, "bench-k8s")
+}
+
+// buildGridsimEnv builds GridSim's env as a static binary at bin.
+func buildGridsimEnv(bin string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
+	cmd.Dir = filepath.Join(gridsimDir, "envs", "gridsim")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return nil
 }
 
 // k8sSettings is the plugin's configuration for the benchmarks.
@@ -97,12 +104,19 @@ func gridsimSpec(labels map[string]string) sandbox.Spec {
 // Running, then dialled until it answers.
 func barePod(b *testing.B, c *k8scluster.Cluster, ns, name string) time.Duration {
 	b.Helper()
+	return barePodOf(b, c, ns, name, k8sGridsimImage, "")
+}
+
+// barePodOf is barePod of image (IfNotPresent), on node when not empty.
+func barePodOf(b *testing.B, c *k8scluster.Cluster, ns, name, image, node string) time.Duration {
+	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	uid := int64(65534)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"bench": "bare"}},
 		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid},
-			Containers: []corev1.Container{{Name: "env", Image: k8sGridsimImage,
+			NodeName: node,
+			Containers: []corev1.Container{{Name: "env", Image: image,
 				Env:   []corev1.EnvVar{{Name: sandbox.EnvPort, Value: "18765"}},
 				Ports: []corev1.ContainerPort{{ContainerPort: 18765}},
 				Resources: corev1.ResourceRequirements{

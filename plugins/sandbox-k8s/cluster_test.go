@@ -49,11 +49,7 @@ func listener(t *testing.T, c *k8scluster.Cluster) string {
 		}
 		defer os.RemoveAll(dir)
 		bin := filepath.Join(dir, "listener")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
-		cmd.Dir = "testdata/listener"
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			listenerErr = fmt.Errorf("go build: %v\n%s", err, out)
+		if listenerErr = buildListener(bin); listenerErr != nil {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -66,6 +62,17 @@ func listener(t *testing.T, c *k8scluster.Cluster) string {
 	return listenerRef
 }
 
+// buildListener builds testdata/listener as a static binary at bin.
+func buildListener(bin string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
+	cmd.Dir = "testdata/listener"
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return nil
+}
+
 // clusterConfig is a configuration for namespace ns of the test cluster
 // through kubeconfig, merged with extra.
 func clusterConfig(t testing.TB, kubeconfig, ns string, extra map[string]any) json.RawMessage {
@@ -75,6 +82,11 @@ func clusterConfig(t testing.TB, kubeconfig, ns string, extra map[string]any) js
 		// The harness's images name no USER: run them as nobody.
 		"run_as_user": 65534, "cpu_request_fraction": 0.1, "memory_request_fraction": 0.5,
 		"unschedulable_grace": "2s",
+	}
+	// The test process is the server, on the host: its envs' policies let
+	// it in (the cluster enforces them).
+	if cl, err := k8scluster.Open(k8scluster.Locate()); err == nil && cl.Info.HostIP != "" {
+		cfg["server_cidrs"] = []string{cl.Info.HostIP + "/32"}
 	}
 	for k, v := range extra {
 		if v == nil {
@@ -298,12 +310,14 @@ func TestClusterPodDeletedUnderneath(t *testing.T) {
 }
 
 // A pod with a short active_deadline is ended by the kubelet on its own:
-// the lease no dead server outlives.
+// the lease no dead server outlives. The deadline runs from the kubelet's
+// admission, so it must outlast a deploy's wait for ready on a busy
+// machine (3s did not, on two nodes at load 5).
 func TestClusterActiveDeadline(t *testing.T) {
 	c := k8scluster.Require(t)
 	listener(t, c)
 	ns := c.Namespace(t, "sbk8s-deadline")
-	p := configured(t, clusterConfig(t, c.Info.Kubeconfig, ns, map[string]any{"active_deadline": "3s"}))
+	p := configured(t, clusterConfig(t, c.Info.Kubeconfig, ns, map[string]any{"active_deadline": "10s"}))
 	ctx := context.Background()
 	sb, err := p.Deploy(ctx, listenerSpec(map[string]string{sandbox.LabelServer: "gone"}))
 	if err != nil {
@@ -322,7 +336,7 @@ func TestClusterActiveDeadline(t *testing.T) {
 				ended = pod.Status.Phase == corev1.PodFailed && pod.Status.Reason == "DeadlineExceeded"
 			}
 		case <-timeout:
-			t.Fatal("the pod still runs a minute after its 3s deadline")
+			t.Fatal("the pod still runs a minute after its 10s deadline")
 		}
 	}
 	// An ended pod is still listed, so reaping removes it.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/agentenv/agentenv/sdk/config"
@@ -27,6 +28,7 @@ const configSchema = `{
     "tmp_mb": {"type": "integer", "minimum": 1, "description": "Size limit of the emptyDir mounted on /tmp (the root filesystem is read-only; default 64)."},
     "runtime_class": {"type": "string", "description": "RuntimeClass of the env pods, e.g. gvisor or kata (default: the cluster's default runtime)."},
     "node_selector": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Node labels the env pods must be placed on."},
+    "spread_over": {"type": "string", "description": "Node label the env pods are spread evenly over, as a soft topology spread constraint (max skew 1, ScheduleAnyway): kubernetes.io/hostname (default) over nodes, topology.kubernetes.io/zone over zones; \"\" leaves placement to the scheduler alone."},
     "tolerations": {
       "type": "array",
       "description": "Tolerations of the env pods (as in a pod spec).",
@@ -79,6 +81,7 @@ const configSchema = `{
         }
       }
     },
+    "owner_references": {"type": "boolean", "description": "When agentenv runs in a pod (POD_NAME, POD_NAMESPACE and POD_UID set from the downward API) in the env namespace, make that pod the owner of every env pod, so the garbage collector deletes a dead server's envs (default true)."},
     "check_access": {"type": "boolean", "description": "At start, ask the API server whether the plugin may do everything it needs, and refuse to start naming what is missing (default true)."},
     "qps": {"type": "number", "exclusiveMinimum": 0, "description": "API requests per second the plugin may send (client-go's rate limiter; default 100)."},
     "burst": {"type": "integer", "minimum": 1, "description": "API requests allowed at once before qps applies (default 200)."},
@@ -99,6 +102,7 @@ type Config struct {
 	TmpMB                        int                    `json:"tmp_mb"`
 	RuntimeClass                 string                 `json:"runtime_class"`
 	NodeSelector                 map[string]string      `json:"node_selector"`
+	SpreadOver                   string                 `json:"spread_over"`
 	Tolerations                  []Toleration           `json:"tolerations"`
 	PriorityClass                string                 `json:"priority_class"`
 	ServiceAccount               string                 `json:"service_account"`
@@ -121,6 +125,7 @@ type Config struct {
 	StorageRequestFraction       float64                `json:"storage_request_fraction"`
 	EnvSecret                    bool                   `json:"env_secret"`
 	Envs                         map[string]EnvSettings `json:"envs"`
+	OwnerReferences              bool                   `json:"owner_references"`
 	CheckAccess                  bool                   `json:"check_access"`
 	QPS                          float64                `json:"qps"`
 	Burst                        int                    `json:"burst"`
@@ -161,10 +166,12 @@ func DefaultConfig() Config {
 		CPURequestFraction: 1, MemoryRequestFraction: 1, TmpMB: 64,
 		StorageRequestFraction: 0.1,
 		ImagePullPolicy:        "IfNotPresent",
+		SpreadOver:             corev1.LabelHostname,
 		ActiveDeadline:         config.Duration(4 * time.Hour),
 		TerminationGrace:       config.Duration(time.Second),
 		UnschedulableGrace:     config.Duration(10 * time.Second),
 		NetworkPolicy:          true,
+		OwnerReferences:        true,
 		EnvSecret:              true, CheckAccess: true, QPS: 100, Burst: 200,
 	}
 }
@@ -215,6 +222,12 @@ func (c Config) check() error {
 	for k, v := range c.NodeSelector {
 		if err := labelErr(k, v); err != nil {
 			return fail("node_selector: %v", err)
+		}
+	}
+	if c.SpreadOver != "" {
+		if errs := validation.IsQualifiedName(c.SpreadOver); len(errs) > 0 {
+			return fail("spread_over %q: not a node label name (%s); e.g. %s or %s, or \"\" for none",
+				c.SpreadOver, strings.Join(errs, "; "), corev1.LabelHostname, corev1.LabelTopologyZone)
 		}
 	}
 	if c.NetworkPolicy && len(c.ServerPodLabels) == 0 && len(c.ServerCIDRs) == 0 {

@@ -38,10 +38,14 @@ func (p *Plugin) Deploy(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox
 	if err != nil {
 		return fail(err)
 	}
+	if s.owner != nil {
+		o.pod.OwnerReferences = []metav1.OwnerReference{*s.owner}
+	}
 	if spec.NoInternet && !s.cfg.NetworkPolicy {
 		p.warnOnce("no-internet:"+spec.Env, "the env asks for no internet, but network_policy is off: nothing keeps it from connecting out",
 			"env", spec.Env)
 	}
+	s.watchEnds(spec.Labels)
 	start := time.Now()
 	pod, err := s.createPod(ctx, o.pod)
 	if err != nil {

@@ -66,7 +66,9 @@ func newFake(t *testing.T, cfg Config, status func(*corev1.Pod) corev1.PodStatus
 	})
 	p := New()
 	p.SetLogger(hclog.NewNullLogger())
-	p.Use(cfg, cs, nil, "envs")
+	if err := p.Use(cfg, cs, nil, "envs"); err != nil {
+		t.Fatal(err)
+	}
 	return p, cs
 }
 
@@ -298,3 +300,41 @@ func TestFakeNoInternetWithoutPolicyWarnsOnce(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// In a pod of the env namespace (the downward API variables set), every env
+// pod is owned by the server's pod; outside one, by nothing.
+func TestFakeOwnedByServerPod(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		podNS string
+		owned bool
+	}{{"server in the env namespace", "envs", true}, {"server in another namespace", "agentenv", false}, {"no server pod", "", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.podNS != "" {
+				t.Setenv(EnvPodName, "agentenv-5f7c-x2")
+				t.Setenv(EnvPodNamespace, tc.podNS)
+				t.Setenv(EnvPodUID, "server-uid")
+			}
+			p, cs := newFake(t, DefaultConfig(), running)
+			ctx := context.Background()
+			sb, err := p.Deploy(ctx, sandbox.Spec{Env: "web", Image: "web:1", Port: loopback(t), Labels: fakeLabels("ep1")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod, err := cs.CoreV1().Pods("envs").Get(ctx, sb.ID, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			refs := pod.OwnerReferences
+			if !tc.owned {
+				if len(refs) != 0 {
+					t.Fatalf("owners %+v, want none", refs)
+				}
+				return
+			}
+			if len(refs) != 1 || refs[0].Kind != "Pod" || refs[0].Name != "agentenv-5f7c-x2" || refs[0].UID != "server-uid" {
+				t.Fatalf("owners %+v, want the server's pod", refs)
+			}
+		})
+	}
+}

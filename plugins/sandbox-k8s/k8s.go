@@ -20,10 +20,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -70,6 +72,12 @@ type setup struct {
 	rest     *rest.Config // for pods/exec
 	ns       string       // where env pods go
 	serverNS string       // where the server's pods are (the policy's peer)
+	// owner is every env pod's owner reference: the server's own pod (nil
+	// outside a pod, or in another namespace than the envs').
+	owner *metav1.OwnerReference
+	// ends keeps deleted env pods' last states for Explain (nil with a
+	// caller's client, Use).
+	ends *ends
 }
 
 var (
@@ -112,6 +120,15 @@ func (p *Plugin) Configure(ctx context.Context, raw json.RawMessage) error {
 		return err
 	}
 	s := newSetup(cfg, conn, cs, rc)
+	owner, why, err := ownerOf(cfg, s.ns, os.Getenv)
+	if err != nil {
+		return err
+	}
+	if why != "" {
+		p.log.Warn("env pods are not owned by the server's pod", "why", why)
+	}
+	s.owner = owner
+	s.ends = newEnds()
 	if cfg.CheckAccess {
 		cctx, cancel := context.WithTimeout(ctx, configureTimeout)
 		defer cancel()
@@ -120,15 +137,32 @@ func (p *Plugin) Configure(ctx context.Context, raw json.RawMessage) error {
 		}
 	}
 	p.install(s)
-	p.log.Info("configured", "namespace", s.ns, "source", conn.source, "network_policy", cfg.NetworkPolicy)
+	p.log.Info("configured", "namespace", s.ns, "source", conn.source, "network_policy", cfg.NetworkPolicy,
+		"owner_pod", ownerName(owner))
 	return nil
 }
 
 // Use installs a checked configuration with a client of the caller's (a
-// test's fake clientset); Configure does the same with the real one.
-func (p *Plugin) Use(cfg Config, cs kubernetes.Interface, rc *rest.Config, namespace string) {
+// test's fake clientset); Configure does the same with the real one. The
+// owner of the env pods is found as Configure finds it (POD_* variables).
+func (p *Plugin) Use(cfg Config, cs kubernetes.Interface, rc *rest.Config, namespace string) error {
 	cfg = cfg.withDefaults()
-	p.install(newSetup(cfg, connection{rest: rc, namespace: namespace, source: "a client of the caller's"}, cs, rc))
+	s := newSetup(cfg, connection{rest: rc, namespace: namespace, source: "a client of the caller's"}, cs, rc)
+	owner, _, err := ownerOf(cfg, s.ns, os.Getenv)
+	if err != nil {
+		return err
+	}
+	s.owner = owner
+	p.install(s)
+	return nil
+}
+
+// ownerName is the owner pod's name for logs ("" for none).
+func ownerName(o *metav1.OwnerReference) string {
+	if o == nil {
+		return ""
+	}
+	return o.Name
 }
 
 func newSetup(cfg Config, conn connection, cs kubernetes.Interface, rc *rest.Config) *setup {
@@ -151,6 +185,9 @@ func newSetup(cfg Config, conn connection, cs kubernetes.Interface, rc *rest.Con
 func (p *Plugin) install(s *setup) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.cur != nil {
+		p.cur.ends.close()
+	}
 	p.cur = s
 }
 

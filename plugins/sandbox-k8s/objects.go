@@ -279,6 +279,15 @@ func build(cfg Config, ns, serverNS string, spec sandbox.Spec, id string) (objec
 	if spec.Terminal != nil {
 		withTerminal(cfg, pod, workdir)
 	}
+	if cfg.SpreadOver != "" {
+		// Soft: a full node still takes pods, and a test cluster of one
+		// node places them all; every env pod in the namespace counts,
+		// whichever server deployed it.
+		pod.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+			MaxSkew: 1, TopologyKey: cfg.SpreadOver, WhenUnsatisfiable: corev1.ScheduleAnyway,
+			LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: labelSandbox, Operator: metav1.LabelSelectorOpExists}}},
+		}}
+	}
 	if cfg.RuntimeClass != "" {
 		rc := cfg.RuntimeClass
 		pod.Spec.RuntimeClassName = &rc

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
 	"github.com/agentenv/agentenv/sdk/sdktest"
@@ -53,6 +55,7 @@ func TestConfigureRefuses(t *testing.T) {
 		{"registry with a scheme", `{"image_registry":"https://registry.example.com"}`, "image_registry"},
 		{"no server peer", `{"server_pod_labels":{}}`, "no server could reach"},
 		{"bad node selector", `{"node_selector":{"zone":"a b"}}`, "node_selector"},
+		{"bad spread label", `{"spread_over":"the nodes"}`, `spread_over "the nodes"`},
 		{"bad pull secret", `{"image_pull_secrets":["My Secret"]}`, "image_pull_secrets"},
 		{"toleration", `{"tolerations":[{"key":"k","operator":"Exists","value":"v"}]}`, "tolerations[0]"},
 		{"in cluster and kubeconfig", `{"in_cluster":"always","kubeconfig":"/x"}`, "in_cluster"},
@@ -158,6 +161,38 @@ func TestBuildPod(t *testing.T) {
 	}
 	if len(np.Egress) != 1 || len(np.Egress[0].To) != 2 || np.Egress[0].To[1].IPBlock.CIDR != "0.0.0.0/0" {
 		t.Errorf("egress %+v", np.Egress)
+	}
+}
+
+// Env pods spread over nodes by default, softly, counting every env pod
+// of the namespace; spread_over names another label, or "" none.
+func TestBuildSpread(t *testing.T) {
+	spec := sandbox.Spec{Env: "e", Image: "e:1", Port: 80}
+	for _, tc := range []struct{ spreadOver, wantKey string }{
+		{DefaultConfig().SpreadOver, "kubernetes.io/hostname"},
+		{"topology.kubernetes.io/zone", "topology.kubernetes.io/zone"},
+		{"", ""},
+	} {
+		cfg := DefaultConfig().withDefaults()
+		cfg.SpreadOver = tc.spreadOver
+		o, err := build(cfg, "ns", "ns", spec, "k8s-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tsc := o.pod.Spec.TopologySpreadConstraints
+		if tc.wantKey == "" {
+			if len(tsc) != 0 {
+				t.Errorf("spread_over %q: constraints %+v, want none", tc.spreadOver, tsc)
+			}
+			continue
+		}
+		if len(tsc) != 1 || tsc[0].TopologyKey != tc.wantKey || tsc[0].MaxSkew != 1 || tsc[0].WhenUnsatisfiable != corev1.ScheduleAnyway {
+			t.Fatalf("spread_over %q: constraints %+v, want one soft constraint over %s", tc.spreadOver, tsc, tc.wantKey)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(tsc[0].LabelSelector)
+		if err != nil || !sel.Matches(labels.Set(o.pod.Labels)) || sel.Matches(labels.Set{"app.kubernetes.io/name": "agentenv"}) {
+			t.Errorf("spread selector %v (%v): want every env pod, not the server's", sel, err)
+		}
 	}
 }
 
@@ -424,5 +459,46 @@ func TestWithRegistry(t *testing.T) {
 		if got := o.pod.Spec.Containers[0].Image; got != want {
 			t.Errorf("env %s runs %s, want %s", env, got, want)
 		}
+	}
+}
+
+func TestOwnerOf(t *testing.T) {
+	inPod := map[string]string{EnvPodName: "agentenv-abc", EnvPodNamespace: "agentenv", EnvPodUID: "uid-1"}
+	off := DefaultConfig()
+	off.OwnerReferences = false
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		envNS   string
+		env     map[string]string
+		owner   bool
+		why     string // part of the reason there is none
+		errPart string
+	}{
+		{"in a pod, same namespace", DefaultConfig(), "agentenv", inPod, true, "", ""},
+		{"outside a pod", DefaultConfig(), "agentenv", nil, false, "", ""},
+		{"half the variables", DefaultConfig(), "agentenv", map[string]string{EnvPodName: "x", EnvPodNamespace: "agentenv"}, false, "", ""},
+		{"another namespace", DefaultConfig(), "agentenv-envs", inPod, false, "no owners across namespaces", ""},
+		{"switched off", off, "agentenv", inPod, false, "owner_references is off", ""},
+		{"bad pod name", DefaultConfig(), "agentenv", map[string]string{EnvPodName: "Not_A_Pod", EnvPodNamespace: "agentenv", EnvPodUID: "u"}, false, "", "POD_NAME"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, why, err := ownerOf(tc.cfg, tc.envNS, func(k string) string { return tc.env[k] })
+			if tc.errPart != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errPart) {
+					t.Fatalf("err %v, want one naming %s", err, tc.errPart)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (o != nil) != tc.owner || !strings.Contains(why, tc.why) || (tc.why == "") != (why == "") {
+				t.Fatalf("owner %+v, why %q; want owner %v, why containing %q", o, why, tc.owner, tc.why)
+			}
+			if o != nil && (o.Kind != "Pod" || o.APIVersion != "v1" || o.Name != "agentenv-abc" || o.UID != "uid-1") {
+				t.Fatalf("owner %+v", o)
+			}
+		})
 	}
 }

@@ -3,18 +3,39 @@
 // id. LISTENER_ALLOC_MB=N first fills N MiB of memory (an env that exceeds
 // its limit); LISTENER_EXIT=N exits N at once. `listener echo ARGS...`
 // prints ARGS and the env's TOKEN variable and exits: what Exec runs in an
-// image with no shell.
+// image with no shell. `listener dial HOST:PORT` tries a TCP connection for
+// two seconds and prints "connected", exiting 0, or the error, exiting 3
+// when refused (what a NetworkPolicy's reject gives) and 1 otherwise (the
+// NetworkPolicy tests).
 package main
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == "dial" {
+		c, err := net.DialTimeout("tcp", os.Args[2], 2*time.Second)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			fmt.Println(err)
+			os.Exit(3)
+		}
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		c.Close()
+		fmt.Println("connected")
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "echo" {
 		fmt.Println(strings.Join(os.Args[2:], " "), "token="+os.Getenv("TOKEN"))
 		if len(os.Args) > 2 && os.Args[2] == "fail" {
