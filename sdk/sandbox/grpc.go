@@ -6,6 +6,8 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/agentenv/agentenv/sdk"
 	"github.com/agentenv/agentenv/sdk/internal/pb"
@@ -89,6 +91,19 @@ func (s *server) Exec(ctx context.Context, req *pb.ExecRequest) (*pb.ExecRespons
 	return &pb.ExecResponse{ExitCode: int32(r.ExitCode), Stdout: r.Stdout, Stderr: r.Stderr}, nil
 }
 
+// Explain answers "" for a plugin that cannot explain.
+func (s *server) Explain(ctx context.Context, req *pb.ExplainRequest) (*pb.ExplainResponse, error) {
+	ex, ok := s.impl.(Explainer)
+	if !ok {
+		return &pb.ExplainResponse{}, nil
+	}
+	why, err := ex.Explain(ctx, fromPB(req.Sandbox))
+	if err != nil {
+		return nil, wire.ToStatus(err)
+	}
+	return &pb.ExplainResponse{Why: why}, nil
+}
+
 func specToPB(spec Spec) *pb.DeployRequest {
 	return &pb.DeployRequest{
 		Env: spec.Env, Dir: spec.Dir, Image: spec.Image, Command: spec.Command, Build: spec.Build,
@@ -144,6 +159,7 @@ type Client struct {
 var (
 	_ Driver     = (*Client)(nil)
 	_ Preparer   = (*Client)(nil)
+	_ Explainer  = (*Client)(nil)
 	_ sdk.Remote = (*Client)(nil)
 )
 
@@ -189,4 +205,17 @@ func (c *Client) Exec(ctx context.Context, sb Sandbox, cmd []string) (ExecResult
 		return ExecResult{}, wire.FromStatus(err)
 	}
 	return ExecResult{ExitCode: int(r.ExitCode), Stdout: r.Stdout, Stderr: r.Stderr}, nil
+}
+
+// Explain asks the plugin why the env of a handle stopped answering; a
+// plugin built before the call existed answers "".
+func (c *Client) Explain(ctx context.Context, sb Sandbox) (string, error) {
+	r, err := c.c.Explain(ctx, &pb.ExplainRequest{Sandbox: toPB(sb)})
+	if status.Code(err) == codes.Unimplemented {
+		return "", nil
+	}
+	if err != nil {
+		return "", wire.FromStatus(err)
+	}
+	return r.Why, nil
 }

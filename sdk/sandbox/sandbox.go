@@ -175,6 +175,17 @@ type Preparer interface {
 	Prepare(ctx context.Context, spec Spec) error
 }
 
+// Explainer is optional: a sandbox that can tell why an env stopped
+// answering (its pod evicted, its node drained or down, its container
+// killed for memory) implements it. The host asks when a call to a live
+// env fails and adds the answer to the episode's error, which the trainer
+// is sent: one sentence naming what the sandbox saw, with no secrets or
+// server paths; "" when the sandbox knows nothing more. The host bounds
+// the call to a few seconds.
+type Explainer interface {
+	Explain(ctx context.Context, sb Sandbox) (string, error)
+}
+
 // Driver is a whole sandbox.
 type Driver interface {
 	Deployer

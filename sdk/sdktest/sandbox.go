@@ -247,6 +247,18 @@ func runSandboxLifecycle(t *testing.T, c, term *sandbox.Client, preparer bool, s
 			}
 			return nil
 		}},
+		{"explain a sandbox that is gone", func(ctx context.Context) error {
+			// The host asks after a call to the env failed, when the
+			// sandbox may well be gone: an answer, never an error.
+			why, err := c.Explain(ctx, sb)
+			if err != nil {
+				return fmt.Errorf("Explain after Terminate: %w; want a sentence or \"\"", err)
+			}
+			if strings.Contains(why, secret) {
+				return fmt.Errorf("Explain's answer holds the env's secret: %q", why)
+			}
+			return nil
+		}},
 		{"unknown handle", func(ctx context.Context) error {
 			unknown := sandbox.Sandbox{ID: "no-such-sandbox"}
 			if err := c.Terminate(ctx, unknown); !errors.Is(err, sandbox.ErrNotFound) {

@@ -1320,6 +1320,94 @@ func (x *ExecRequest) GetCommand() []string {
 	return nil
 }
 
+type ExplainRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sandbox       *SandboxInfo           `protobuf:"bytes,1,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainRequest) Reset() {
+	*x = ExplainRequest{}
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainRequest) ProtoMessage() {}
+
+func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
+func (*ExplainRequest) Descriptor() ([]byte, []int) {
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ExplainRequest) GetSandbox() *SandboxInfo {
+	if x != nil {
+		return x.Sandbox
+	}
+	return nil
+}
+
+type ExplainResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Why           string                 `protobuf:"bytes,1,opt,name=why,proto3" json:"why,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainResponse) Reset() {
+	*x = ExplainResponse{}
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainResponse) ProtoMessage() {}
+
+func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
+func (*ExplainResponse) Descriptor() ([]byte, []int) {
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ExplainResponse) GetWhy() string {
+	if x != nil {
+		return x.Why
+	}
+	return ""
+}
+
 type ExecResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ExitCode      int32                  `protobuf:"varint,1,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
@@ -1331,7 +1419,7 @@ type ExecResponse struct {
 
 func (x *ExecResponse) Reset() {
 	*x = ExecResponse{}
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1343,7 +1431,7 @@ func (x *ExecResponse) String() string {
 func (*ExecResponse) ProtoMessage() {}
 
 func (x *ExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_agentenv_plugin_v1_plugin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1356,7 +1444,7 @@ func (x *ExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResponse.ProtoReflect.Descriptor instead.
 func (*ExecResponse) Descriptor() ([]byte, []int) {
-	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
+	return file_agentenv_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ExecResponse) GetExitCode() int32 {
@@ -1477,7 +1565,11 @@ const file_agentenv_plugin_v1_plugin_proto_rawDesc = "" +
 	"\tsandboxes\x18\x01 \x03(\v2\x1f.agentenv.plugin.v1.SandboxInfoR\tsandboxes\"b\n" +
 	"\vExecRequest\x129\n" +
 	"\asandbox\x18\x01 \x01(\v2\x1f.agentenv.plugin.v1.SandboxInfoR\asandbox\x12\x18\n" +
-	"\acommand\x18\x02 \x03(\tR\acommand\"[\n" +
+	"\acommand\x18\x02 \x03(\tR\acommand\"K\n" +
+	"\x0eExplainRequest\x129\n" +
+	"\asandbox\x18\x01 \x01(\v2\x1f.agentenv.plugin.v1.SandboxInfoR\asandbox\"#\n" +
+	"\x0fExplainResponse\x12\x10\n" +
+	"\x03why\x18\x01 \x01(\tR\x03why\"[\n" +
 	"\fExecResponse\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06stdout\x18\x02 \x01(\tR\x06stdout\x12\x16\n" +
@@ -1490,13 +1582,14 @@ const file_agentenv_plugin_v1_plugin_proto_rawDesc = "" +
 	"\n" +
 	"ToolFormat\x12d\n" +
 	"\rRegisterTools\x12(.agentenv.plugin.v1.RegisterToolsRequest\x1a).agentenv.plugin.v1.RegisterToolsResponse\x12L\n" +
-	"\x05Parse\x12 .agentenv.plugin.v1.ParseRequest\x1a!.agentenv.plugin.v1.ParseResponse2\x9b\x03\n" +
+	"\x05Parse\x12 .agentenv.plugin.v1.ParseRequest\x1a!.agentenv.plugin.v1.ParseResponse2\xef\x03\n" +
 	"\aSandbox\x12R\n" +
 	"\aPrepare\x12\".agentenv.plugin.v1.PrepareRequest\x1a#.agentenv.plugin.v1.PrepareResponse\x12L\n" +
 	"\x06Deploy\x12!.agentenv.plugin.v1.DeployRequest\x1a\x1f.agentenv.plugin.v1.SandboxInfo\x12X\n" +
 	"\tTerminate\x12$.agentenv.plugin.v1.TerminateRequest\x1a%.agentenv.plugin.v1.TerminateResponse\x12I\n" +
 	"\x04List\x12\x1f.agentenv.plugin.v1.ListRequest\x1a .agentenv.plugin.v1.ListResponse\x12I\n" +
-	"\x04Exec\x12\x1f.agentenv.plugin.v1.ExecRequest\x1a .agentenv.plugin.v1.ExecResponseB.Z,github.com/agentenv/agentenv/sdk/internal/pbb\x06proto3"
+	"\x04Exec\x12\x1f.agentenv.plugin.v1.ExecRequest\x1a .agentenv.plugin.v1.ExecResponse\x12R\n" +
+	"\aExplain\x12\".agentenv.plugin.v1.ExplainRequest\x1a#.agentenv.plugin.v1.ExplainResponseB.Z,github.com/agentenv/agentenv/sdk/internal/pbb\x06proto3"
 
 var (
 	file_agentenv_plugin_v1_plugin_proto_rawDescOnce sync.Once
@@ -1510,7 +1603,7 @@ func file_agentenv_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 	return file_agentenv_plugin_v1_plugin_proto_rawDescData
 }
 
-var file_agentenv_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_agentenv_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_agentenv_plugin_v1_plugin_proto_goTypes = []any{
 	(*InfoRequest)(nil),           // 0: agentenv.plugin.v1.InfoRequest
 	(*InfoResponse)(nil),          // 1: agentenv.plugin.v1.InfoResponse
@@ -1536,51 +1629,56 @@ var file_agentenv_plugin_v1_plugin_proto_goTypes = []any{
 	(*ListRequest)(nil),           // 21: agentenv.plugin.v1.ListRequest
 	(*ListResponse)(nil),          // 22: agentenv.plugin.v1.ListResponse
 	(*ExecRequest)(nil),           // 23: agentenv.plugin.v1.ExecRequest
-	(*ExecResponse)(nil),          // 24: agentenv.plugin.v1.ExecResponse
-	nil,                           // 25: agentenv.plugin.v1.DeployRequest.EnvVarsEntry
-	nil,                           // 26: agentenv.plugin.v1.DeployRequest.LabelsEntry
-	nil,                           // 27: agentenv.plugin.v1.SandboxInfo.LabelsEntry
-	nil,                           // 28: agentenv.plugin.v1.ListRequest.LabelsEntry
+	(*ExplainRequest)(nil),        // 24: agentenv.plugin.v1.ExplainRequest
+	(*ExplainResponse)(nil),       // 25: agentenv.plugin.v1.ExplainResponse
+	(*ExecResponse)(nil),          // 26: agentenv.plugin.v1.ExecResponse
+	nil,                           // 27: agentenv.plugin.v1.DeployRequest.EnvVarsEntry
+	nil,                           // 28: agentenv.plugin.v1.DeployRequest.LabelsEntry
+	nil,                           // 29: agentenv.plugin.v1.SandboxInfo.LabelsEntry
+	nil,                           // 30: agentenv.plugin.v1.ListRequest.LabelsEntry
 }
 var file_agentenv_plugin_v1_plugin_proto_depIdxs = []int32{
 	4,  // 0: agentenv.plugin.v1.CombineRequest.scores:type_name -> agentenv.plugin.v1.Score
 	9,  // 1: agentenv.plugin.v1.RegisterToolsRequest.tools:type_name -> agentenv.plugin.v1.Tool
 	10, // 2: agentenv.plugin.v1.ParseResponse.calls:type_name -> agentenv.plugin.v1.Call
 	11, // 3: agentenv.plugin.v1.ParseResponse.unparsed:type_name -> agentenv.plugin.v1.Unparsed
-	25, // 4: agentenv.plugin.v1.DeployRequest.env_vars:type_name -> agentenv.plugin.v1.DeployRequest.EnvVarsEntry
-	26, // 5: agentenv.plugin.v1.DeployRequest.labels:type_name -> agentenv.plugin.v1.DeployRequest.LabelsEntry
+	27, // 4: agentenv.plugin.v1.DeployRequest.env_vars:type_name -> agentenv.plugin.v1.DeployRequest.EnvVarsEntry
+	28, // 5: agentenv.plugin.v1.DeployRequest.labels:type_name -> agentenv.plugin.v1.DeployRequest.LabelsEntry
 	15, // 6: agentenv.plugin.v1.DeployRequest.terminal:type_name -> agentenv.plugin.v1.TerminalSpec
 	14, // 7: agentenv.plugin.v1.PrepareRequest.spec:type_name -> agentenv.plugin.v1.DeployRequest
-	27, // 8: agentenv.plugin.v1.SandboxInfo.labels:type_name -> agentenv.plugin.v1.SandboxInfo.LabelsEntry
+	29, // 8: agentenv.plugin.v1.SandboxInfo.labels:type_name -> agentenv.plugin.v1.SandboxInfo.LabelsEntry
 	18, // 9: agentenv.plugin.v1.TerminateRequest.sandbox:type_name -> agentenv.plugin.v1.SandboxInfo
-	28, // 10: agentenv.plugin.v1.ListRequest.labels:type_name -> agentenv.plugin.v1.ListRequest.LabelsEntry
+	30, // 10: agentenv.plugin.v1.ListRequest.labels:type_name -> agentenv.plugin.v1.ListRequest.LabelsEntry
 	18, // 11: agentenv.plugin.v1.ListResponse.sandboxes:type_name -> agentenv.plugin.v1.SandboxInfo
 	18, // 12: agentenv.plugin.v1.ExecRequest.sandbox:type_name -> agentenv.plugin.v1.SandboxInfo
-	0,  // 13: agentenv.plugin.v1.Base.Info:input_type -> agentenv.plugin.v1.InfoRequest
-	2,  // 14: agentenv.plugin.v1.Base.Configure:input_type -> agentenv.plugin.v1.ConfigureRequest
-	5,  // 15: agentenv.plugin.v1.Reward.Combine:input_type -> agentenv.plugin.v1.CombineRequest
-	7,  // 16: agentenv.plugin.v1.ToolFormat.RegisterTools:input_type -> agentenv.plugin.v1.RegisterToolsRequest
-	12, // 17: agentenv.plugin.v1.ToolFormat.Parse:input_type -> agentenv.plugin.v1.ParseRequest
-	16, // 18: agentenv.plugin.v1.Sandbox.Prepare:input_type -> agentenv.plugin.v1.PrepareRequest
-	14, // 19: agentenv.plugin.v1.Sandbox.Deploy:input_type -> agentenv.plugin.v1.DeployRequest
-	19, // 20: agentenv.plugin.v1.Sandbox.Terminate:input_type -> agentenv.plugin.v1.TerminateRequest
-	21, // 21: agentenv.plugin.v1.Sandbox.List:input_type -> agentenv.plugin.v1.ListRequest
-	23, // 22: agentenv.plugin.v1.Sandbox.Exec:input_type -> agentenv.plugin.v1.ExecRequest
-	1,  // 23: agentenv.plugin.v1.Base.Info:output_type -> agentenv.plugin.v1.InfoResponse
-	3,  // 24: agentenv.plugin.v1.Base.Configure:output_type -> agentenv.plugin.v1.ConfigureResponse
-	6,  // 25: agentenv.plugin.v1.Reward.Combine:output_type -> agentenv.plugin.v1.CombineResponse
-	8,  // 26: agentenv.plugin.v1.ToolFormat.RegisterTools:output_type -> agentenv.plugin.v1.RegisterToolsResponse
-	13, // 27: agentenv.plugin.v1.ToolFormat.Parse:output_type -> agentenv.plugin.v1.ParseResponse
-	17, // 28: agentenv.plugin.v1.Sandbox.Prepare:output_type -> agentenv.plugin.v1.PrepareResponse
-	18, // 29: agentenv.plugin.v1.Sandbox.Deploy:output_type -> agentenv.plugin.v1.SandboxInfo
-	20, // 30: agentenv.plugin.v1.Sandbox.Terminate:output_type -> agentenv.plugin.v1.TerminateResponse
-	22, // 31: agentenv.plugin.v1.Sandbox.List:output_type -> agentenv.plugin.v1.ListResponse
-	24, // 32: agentenv.plugin.v1.Sandbox.Exec:output_type -> agentenv.plugin.v1.ExecResponse
-	23, // [23:33] is the sub-list for method output_type
-	13, // [13:23] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	18, // 13: agentenv.plugin.v1.ExplainRequest.sandbox:type_name -> agentenv.plugin.v1.SandboxInfo
+	0,  // 14: agentenv.plugin.v1.Base.Info:input_type -> agentenv.plugin.v1.InfoRequest
+	2,  // 15: agentenv.plugin.v1.Base.Configure:input_type -> agentenv.plugin.v1.ConfigureRequest
+	5,  // 16: agentenv.plugin.v1.Reward.Combine:input_type -> agentenv.plugin.v1.CombineRequest
+	7,  // 17: agentenv.plugin.v1.ToolFormat.RegisterTools:input_type -> agentenv.plugin.v1.RegisterToolsRequest
+	12, // 18: agentenv.plugin.v1.ToolFormat.Parse:input_type -> agentenv.plugin.v1.ParseRequest
+	16, // 19: agentenv.plugin.v1.Sandbox.Prepare:input_type -> agentenv.plugin.v1.PrepareRequest
+	14, // 20: agentenv.plugin.v1.Sandbox.Deploy:input_type -> agentenv.plugin.v1.DeployRequest
+	19, // 21: agentenv.plugin.v1.Sandbox.Terminate:input_type -> agentenv.plugin.v1.TerminateRequest
+	21, // 22: agentenv.plugin.v1.Sandbox.List:input_type -> agentenv.plugin.v1.ListRequest
+	23, // 23: agentenv.plugin.v1.Sandbox.Exec:input_type -> agentenv.plugin.v1.ExecRequest
+	24, // 24: agentenv.plugin.v1.Sandbox.Explain:input_type -> agentenv.plugin.v1.ExplainRequest
+	1,  // 25: agentenv.plugin.v1.Base.Info:output_type -> agentenv.plugin.v1.InfoResponse
+	3,  // 26: agentenv.plugin.v1.Base.Configure:output_type -> agentenv.plugin.v1.ConfigureResponse
+	6,  // 27: agentenv.plugin.v1.Reward.Combine:output_type -> agentenv.plugin.v1.CombineResponse
+	8,  // 28: agentenv.plugin.v1.ToolFormat.RegisterTools:output_type -> agentenv.plugin.v1.RegisterToolsResponse
+	13, // 29: agentenv.plugin.v1.ToolFormat.Parse:output_type -> agentenv.plugin.v1.ParseResponse
+	17, // 30: agentenv.plugin.v1.Sandbox.Prepare:output_type -> agentenv.plugin.v1.PrepareResponse
+	18, // 31: agentenv.plugin.v1.Sandbox.Deploy:output_type -> agentenv.plugin.v1.SandboxInfo
+	20, // 32: agentenv.plugin.v1.Sandbox.Terminate:output_type -> agentenv.plugin.v1.TerminateResponse
+	22, // 33: agentenv.plugin.v1.Sandbox.List:output_type -> agentenv.plugin.v1.ListResponse
+	26, // 34: agentenv.plugin.v1.Sandbox.Exec:output_type -> agentenv.plugin.v1.ExecResponse
+	25, // 35: agentenv.plugin.v1.Sandbox.Explain:output_type -> agentenv.plugin.v1.ExplainResponse
+	25, // [25:36] is the sub-list for method output_type
+	14, // [14:25] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_agentenv_plugin_v1_plugin_proto_init() }
@@ -1594,7 +1692,7 @@ func file_agentenv_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentenv_plugin_v1_plugin_proto_rawDesc), len(file_agentenv_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

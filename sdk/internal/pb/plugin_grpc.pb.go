@@ -422,6 +422,7 @@ const (
 	Sandbox_Terminate_FullMethodName = "/agentenv.plugin.v1.Sandbox/Terminate"
 	Sandbox_List_FullMethodName      = "/agentenv.plugin.v1.Sandbox/List"
 	Sandbox_Exec_FullMethodName      = "/agentenv.plugin.v1.Sandbox/Exec"
+	Sandbox_Explain_FullMethodName   = "/agentenv.plugin.v1.Sandbox/Explain"
 )
 
 // SandboxClient is the client API for Sandbox service.
@@ -437,6 +438,11 @@ type SandboxClient interface {
 	Terminate(ctx context.Context, in *TerminateRequest, opts ...grpc.CallOption) (*TerminateResponse, error)
 	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error)
 	Exec(ctx context.Context, in *ExecRequest, opts ...grpc.CallOption) (*ExecResponse, error)
+	// Explain says why a sandbox's env stopped answering, as the sandbox
+	// sees it (its pod evicted, its node drained); "" when it knows nothing
+	// more. Plugins built before it answer Unimplemented: the host reads
+	// that as "".
+	Explain(ctx context.Context, in *ExplainRequest, opts ...grpc.CallOption) (*ExplainResponse, error)
 }
 
 type sandboxClient struct {
@@ -497,6 +503,16 @@ func (c *sandboxClient) Exec(ctx context.Context, in *ExecRequest, opts ...grpc.
 	return out, nil
 }
 
+func (c *sandboxClient) Explain(ctx context.Context, in *ExplainRequest, opts ...grpc.CallOption) (*ExplainResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExplainResponse)
+	err := c.cc.Invoke(ctx, Sandbox_Explain_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SandboxServer is the server API for Sandbox service.
 // All implementations must embed UnimplementedSandboxServer
 // for forward compatibility.
@@ -510,6 +526,11 @@ type SandboxServer interface {
 	Terminate(context.Context, *TerminateRequest) (*TerminateResponse, error)
 	List(context.Context, *ListRequest) (*ListResponse, error)
 	Exec(context.Context, *ExecRequest) (*ExecResponse, error)
+	// Explain says why a sandbox's env stopped answering, as the sandbox
+	// sees it (its pod evicted, its node drained); "" when it knows nothing
+	// more. Plugins built before it answer Unimplemented: the host reads
+	// that as "".
+	Explain(context.Context, *ExplainRequest) (*ExplainResponse, error)
 	mustEmbedUnimplementedSandboxServer()
 }
 
@@ -534,6 +555,9 @@ func (UnimplementedSandboxServer) List(context.Context, *ListRequest) (*ListResp
 }
 func (UnimplementedSandboxServer) Exec(context.Context, *ExecRequest) (*ExecResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Exec not implemented")
+}
+func (UnimplementedSandboxServer) Explain(context.Context, *ExplainRequest) (*ExplainResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Explain not implemented")
 }
 func (UnimplementedSandboxServer) mustEmbedUnimplementedSandboxServer() {}
 func (UnimplementedSandboxServer) testEmbeddedByValue()                 {}
@@ -646,6 +670,24 @@ func _Sandbox_Exec_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Sandbox_Explain_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExplainRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServer).Explain(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Sandbox_Explain_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServer).Explain(ctx, req.(*ExplainRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Sandbox_ServiceDesc is the grpc.ServiceDesc for Sandbox service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -672,6 +714,10 @@ var Sandbox_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Exec",
 			Handler:    _Sandbox_Exec_Handler,
+		},
+		{
+			MethodName: "Explain",
+			Handler:    _Sandbox_Explain_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -5,6 +5,7 @@ package hostenv
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -103,26 +106,23 @@ func TestBuildKillsItsGroup(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- Build(ctx, hclog.NewNullLogger(), spec, time.Minute) }()
 	var pid int
-	for deadline := time.Now().Add(60 * time.Second); pid == 0; {
-		if data, err := os.ReadFile(pidFile); err == nil {
-			pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the build never started its child")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	wait.For(t, "the build to start its child", func() error {
+		data, err := os.ReadFile(pidFile)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+		return err
+	})
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want one wrapping context.Canceled", err)
 	}
-	for deadline := time.Now().Add(60 * time.Second); syscall.Kill(pid, 0) == nil; {
-		if time.Now().After(deadline) {
+	gone := false
+	t.Cleanup(func() {
+		if !gone {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("the build's child %d outlived it", pid)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	})
+	wait.Until(t, fmt.Sprintf("the build's child %d to end with it", pid), func() bool { return syscall.Kill(pid, 0) != nil })
+	gone = true
 }
 
 func TestFileTail(t *testing.T) {

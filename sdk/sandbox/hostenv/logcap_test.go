@@ -2,12 +2,15 @@ package hostenv
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -58,20 +61,16 @@ func TestWatchLogsCapsAFlood(t *testing.T) {
 	if biggest > flood/2 {
 		t.Errorf("the log reached %d MiB of a %d MiB flood: not capped while written", biggest>>20, flood>>20)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.For(t, "the log to be cut to its cap", func() error {
 		info, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.Size() <= max {
-			break
+		if info.Size() > max {
+			return fmt.Errorf("the log holds %d bytes, over its cap of %d", info.Size(), max)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the log holds %d bytes, over its cap of %d", info.Size(), max)
-		}
-		time.Sleep(LogCheckInterval)
-	}
+		return nil
+	}, wait.Every(LogCheckInterval))
 	cancel()
 	<-watching // no cut is under way as the log is read
 	data, err := os.ReadFile(path)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -78,8 +80,15 @@ func TestDialProbe(t *testing.T) {
 	if err := DialProbe(port)(context.Background()); err != nil {
 		t.Fatalf("probe of a listening port: %v", err)
 	}
+	// On Linux the probe's own connect settles it, without the dialer.
+	if done, err := connectOnce(port); runtime.GOOS == "linux" && (!done || err != nil) {
+		t.Fatalf("connectOnce of a listening port = %v, %v; want settled, nil", done, err)
+	}
 	ln.Close()
 	if err := DialProbe(port)(context.Background()); err == nil {
 		t.Fatal("probe of a closed port succeeded")
+	}
+	if done, err := connectOnce(port); runtime.GOOS == "linux" && (!done || !errors.Is(err, syscall.ECONNREFUSED)) {
+		t.Fatalf("connectOnce of a closed port = %v, %v; want settled, connection refused", done, err)
 	}
 }
