@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentenv/agentenv/sdk/sdktest"
@@ -113,21 +115,22 @@ cat /proc/$pid/stat; exit 1`})
 func connectRetrying(t *testing.T, url, id string) *mcp.ClientSession {
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		s, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
-		cancel()
-		if err == nil {
-			t.Cleanup(func() { _ = s.Close() })
-			return s
-		}
-		if time.Now().After(deadline) {
+	t.Cleanup(func() {
+		if t.Failed() {
 			logs, _ := exec.Command("docker", "logs", id).CombinedOutput()
-			t.Fatalf("no MCP server at %s within a minute: %v\n%s", url, err, logs)
+			t.Logf("container %s's log:\n%s", id, logs)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	})
+	var s *mcp.ClientSession
+	wait.For(t, "an MCP server at "+url, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var err error
+		s, err = client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+		return err
+	}, wait.Every(100*time.Millisecond))
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }
 
 // tgzOf is files as a base64 gzip tar, as run_tests takes them.

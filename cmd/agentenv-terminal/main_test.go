@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
@@ -210,19 +212,19 @@ func shell(t *testing.T, s *mcp.ClientSession, args map[string]any) string {
 
 func readPid(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return pid
+	var b []byte
+	wait.For(t, path+" to be written", func() error {
+		var err error
+		if b, err = os.ReadFile(path); err == nil && !strings.HasSuffix(string(b), "\n") {
+			err = fmt.Errorf("%q has no line end yet", b)
 		}
-		time.Sleep(10 * time.Millisecond)
+		return err
+	})
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("%s never appeared", path)
-	return 0
+	return pid
 }
 
 // parentOf is pid's parent process, or 0 when it has gone.
@@ -239,15 +241,13 @@ func parentOf(pid int) int {
 // waitGone waits until pid is no process at all, not even a zombie.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	wait.For(t, fmt.Sprintf("process %d to be gone", pid), func() error {
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			return
+			return nil
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	t.Fatalf("process %d is still there: %s", pid, stat)
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		return fmt.Errorf("still there: %s", stat)
+	})
 }
 
 // Served as a sandbox runs it: the tools are listed, commands run in

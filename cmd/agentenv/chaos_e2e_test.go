@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 
 	"github.com/gorilla/websocket"
 )
@@ -107,11 +110,12 @@ func TestServeChaosKillsLeaveNothing(t *testing.T) {
 		// The kills land while episodes are live (an event), then at
 		// moments the schedule below picks: when they land is the chaos,
 		// and nothing may be left whenever it is.
-		for deadline := time.Now().Add(time.Minute); len(envsUnder(tmp)) == 0; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: no episode went live under load:\n%s", round, s.log)
+		wait.For(t, fmt.Sprintf("round %d: an episode live under load", round), func() error {
+			if len(envsUnder(tmp)) == 0 {
+				return fmt.Errorf("none; the server's log:\n%s", s.log)
 			}
-		}
+			return nil
+		})
 		// Kill the sandbox plugin twice under load; the host restarts it.
 		for range 2 {
 			for _, pid := range pluginProcs(s.cmd.Process.Pid, "plugin-serve", "sandbox-local") {
@@ -124,13 +128,12 @@ func TestServeChaosKillsLeaveNothing(t *testing.T) {
 			// killed plugin could not tear down goes through the new one.
 			close(stop)
 			wg.Wait()
-			deadline := time.Now().Add(time.Minute) // a guard
-			for len(envsUnder(tmp)) > 0 && time.Now().Before(deadline) {
-				time.Sleep(100 * time.Millisecond)
-			}
-			if left := envsUnder(tmp); len(left) > 0 {
-				t.Fatalf("round %d: env processes %v still run a minute after the load stopped, with the server up:\n%s", round, left, s.log)
-			}
+			wait.For(t, fmt.Sprintf("round %d: every env gone after the load stopped, with the server up", round), func() error {
+				if left := envsUnder(tmp); len(left) > 0 {
+					return fmt.Errorf("env processes %v still run; the server's log:\n%s", left, s.log)
+				}
+				return nil
+			}, wait.Every(100*time.Millisecond))
 			s.signalAndWait(t, syscall.SIGKILL, 10*time.Second)
 			continue
 		}

@@ -34,12 +34,19 @@ func TestDeployKubernetesAsShipped(t *testing.T) {
 		PeriodSeconds    int                   `json:"periodSeconds"`
 	}
 	var dep struct {
-		Spec struct {
+		Metadata struct{ Namespace string }
+		Spec     struct {
 			Template struct {
 				Spec struct {
 					Containers []struct {
-						Image          string
-						Args           []string
+						Image string
+						Args  []string
+						Env   []struct {
+							Name      string
+							ValueFrom *struct {
+								FieldRef *struct{ FieldPath string } `json:"fieldRef"`
+							} `json:"valueFrom"`
+						}
 						StartupProbe   *probe `json:"startupProbe"`
 						ReadinessProbe *probe `json:"readinessProbe"`
 						LivenessProbe  *probe `json:"livenessProbe"`
@@ -50,6 +57,32 @@ func TestDeployKubernetesAsShipped(t *testing.T) {
 	}
 	readYAML(t, "../../deploy/kubernetes/deployment.yaml", &dep)
 	c := dep.Spec.Template.Spec.Containers[0]
+	// Env pods are owned by the server's pod only in its own namespace,
+	// which it knows from the downward API.
+	fields := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			fields[e.Name] = e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	for name, path := range map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace", "POD_UID": "metadata.uid"} {
+		if fields[name] != path {
+			t.Errorf("deployment.yaml: %s from %q, want the downward API's %s", name, fields[name], path)
+		}
+	}
+	for _, a := range c.Args {
+		if strings.HasPrefix(a, "--sandbox-config=namespace=") && a != "--sandbox-config=namespace="+dep.Metadata.Namespace {
+			t.Errorf("deployment.yaml: %s puts env pods outside the server's namespace %s, where its pod cannot own them", a, dep.Metadata.Namespace)
+		}
+	}
+	var role struct{ Metadata struct{ Namespace string } }
+	b, err := os.ReadFile("../../deploy/kubernetes/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(strings.Split(string(b), "\n---\n")[0]), &role); err != nil || role.Metadata.Namespace != dep.Metadata.Namespace {
+		t.Errorf("rbac.yaml's Role is in namespace %q (%v), want the server's %s, where the env pods run", role.Metadata.Namespace, err, dep.Metadata.Namespace)
+	}
 	if c.Image != "agentenv" && !strings.HasPrefix(c.Image, "agentenv:") {
 		t.Errorf("the container's image %q is not the one kustomize maps", c.Image)
 	}

@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/agentenv/agentenv/client"
-	"github.com/agentenv/agentenv/examples/gridsim/baseline"
 	"github.com/agentenv/agentenv/plugins/sandbox-ecs/standin"
 	"github.com/agentenv/agentenv/plugins/sandbox-ecs/standin/standintest"
 )
@@ -58,13 +59,12 @@ func ecsStandin(t *testing.T) (*standintest.Server, string) {
 // waitStopped waits until the stand-in has no live task.
 func waitStopped(t *testing.T, s *standintest.Server, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for len(s.Live()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if live := s.Live(); len(live) > 0 {
-		t.Fatalf("tasks still live in the stand-in: %+v", live)
-	}
+	wait.For(t, "the stand-in to have no live task", func() error {
+		if live := s.Live(); len(live) > 0 {
+			return fmt.Errorf("tasks still live: %+v", live)
+		}
+		return nil
+	}, wait.Timeout(within))
 }
 
 // sessionCaller plays GridSim's tools through a served session: each call
@@ -131,27 +131,12 @@ func TestServeGridsimOnECS(t *testing.T) {
 func playOptimal(addr string, i int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sess, err := client.Dial(ctx, "http://"+addr, client.Options{})
+	sess, taskID, err := dialReset(ctx, addr, "", i)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	res, err := sess.Reset(ctx, client.ResetRequest{Split: "eval", Index: i, ToolFormat: "hermes"})
-	if err != nil {
-		return fmt.Errorf("day %d: reset: %w", i, err)
-	}
-	taskID := res.Observation.TaskID
-	if _, err := baseline.Play(ctx, sessionCaller{sess}, baseline.Optimal{}, taskID); err != nil {
-		return fmt.Errorf("%s: %w", taskID, err)
-	}
-	res, err = sess.Step(ctx, "Done.")
-	if err != nil {
-		return fmt.Errorf("%s: ending the turn: %w", taskID, err)
-	}
-	if !res.Done || res.Reward == nil || *res.Reward != 1 {
-		return fmt.Errorf("%s: optimal schedule: done %v, reward %v, metrics %v; want 1", taskID, res.Done, res.Reward, res.Observation.Metrics)
-	}
-	return nil
+	return scoreOptimal(ctx, sess, taskID)
 }
 
 // A server killed with SIGKILL leaves its tasks running; the next serve of

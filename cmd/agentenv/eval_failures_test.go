@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/agentenv/agentenv/core/dataset/skyrl/oracles"
 	"github.com/agentenv/agentenv/core/eval"
 )
@@ -109,13 +111,12 @@ func TestEvalModelFailures(t *testing.T) {
 		t.Fatalf("outcomes %v", causes)
 	}
 	// Every episode the failed rollouts left was torn down.
-	deadline := time.Now().Add(30 * time.Second)
-	for metric(metricsText(t, addr, ""), "agentenv_episodes_live") != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("episodes left live:\n%s", metricsText(t, addr, ""))
+	wait.For(t, "no episode left live", func() error {
+		if text := metricsText(t, addr, ""); metric(text, "agentenv_episodes_live") != 0 {
+			return fmt.Errorf("episodes live:\n%s", text)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	}, wait.Every(50*time.Millisecond))
 	_ = srv
 }
 
@@ -206,16 +207,14 @@ func TestEvalResumeAfterKill(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(5 * time.Millisecond) {
+	t.Cleanup(func() { cmd.Process.Kill() }) // if the wait fails; a second kill is harmless
+	wait.For(t, "8 rollouts written", func() error {
 		b, _ := os.ReadFile(out)
-		if bytes.Count(b, []byte("\n")) >= 8 {
-			break
+		if n := bytes.Count(b, []byte("\n")); n < 8 {
+			return fmt.Errorf("%d rollouts", n)
 		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("no 8 rollouts in 2 minutes")
-		}
-	}
+		return nil
+	}, wait.Timeout(2*time.Minute), wait.Every(5*time.Millisecond))
 	cmd.Process.Kill() // SIGKILL: no cleanup of any kind
 	cmd.Wait()
 	killed, _ := os.ReadFile(out)
@@ -231,13 +230,12 @@ func TestEvalResumeAfterKill(t *testing.T) {
 	}
 	kept := lines - 1
 	// Wait for the killed run's episodes to be torn down, then count.
-	deadline := time.Now().Add(time.Minute) // a guard
-	for metric(metricsText(t, addr, ""), "agentenv_episodes_live") != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("episodes left live")
+	wait.For(t, "no episode left live", func() error {
+		if text := metricsText(t, addr, ""); metric(text, "agentenv_episodes_live") != 0 {
+			return fmt.Errorf("episodes live:\n%s", text)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	}, wait.Every(50*time.Millisecond))
 	doneBefore := metric(metricsText(t, addr, ""), `agentenv_episodes_total{outcome="done"}`)
 
 	stdout, stderr, code := runEvalCmd(t, append(args, "--resume")...)

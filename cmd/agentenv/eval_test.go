@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/agentenv/agentenv/core/dataset/skyrl"
 	"github.com/agentenv/agentenv/core/dataset/skyrl/oracles"
 	"github.com/agentenv/agentenv/core/eval"
@@ -46,15 +48,15 @@ func startPolicy(t *testing.T, args ...string) string {
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	})
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if resp, err := http.Get("http://" + addr + "/health"); err == nil {
-			resp.Body.Close()
-			return "http://" + addr + "/v1"
+	wait.For(t, "gridsim-policy to answer /health", func() error {
+		resp, err := http.Get("http://" + addr + "/health")
+		if err != nil {
+			return fmt.Errorf("%w; its log:\n%s", err, log)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gridsim-policy not up:\n%s", log)
-		}
-	}
+		resp.Body.Close()
+		return nil
+	})
+	return "http://" + addr + "/v1"
 }
 
 // runEvalCmd runs agentenv eval, returning stdout, stderr and the exit code.

@@ -10,11 +10,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 
 	"github.com/agentenv/agentenv/client"
 	"github.com/agentenv/agentenv/core/server"
@@ -110,13 +113,8 @@ func TestClientEpisodeAndCatalogue(t *testing.T) {
 	if s.Close() != nil {
 		t.Fatal("second Close failed")
 	}
-	deadline := time.Now().Add(time.Minute)
-	for srv.player.closed.Load() != 2 { // the first episode ended done, the second by Close
-		if time.Now().After(deadline) {
-			t.Fatalf("%d episodes torn down, want 2", srv.player.closed.Load())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// The first episode ended done, the second by Close.
+	wait.Until(t, "2 episodes torn down", func() bool { return srv.player.closed.Load() == 2 })
 
 	c, err := client.New(srv.base, client.Options{Token: "tok"})
 	if err != nil {
@@ -315,13 +313,7 @@ func TestClientCancelledStep(t *testing.T) {
 	if _, err := s.Step(ctx, "done"); !errors.Is(err, client.ErrDisconnected) {
 		t.Fatalf("step on the closed connection: %v", err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for srv.player.closed.Load() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the server did not tear the episode down")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	wait.Until(t, "the server to tear the episode down", func() bool { return srv.player.closed.Load() == 1 })
 	if res, err := s.Reset(ctx, client.ResetRequest{TaskID: "t"}); err != nil || res.Observation.EpisodeID != "ep-1" {
 		t.Fatalf("reset after a cancelled call: %+v %v", res, err)
 	}
@@ -343,12 +335,12 @@ func TestClientWaitsOutDrainAndRestart(t *testing.T) {
 	go func() { old.Shutdown(context.Background()); close(drained) }() // a second, for slow-close's teardown
 	c, _ := client.New(old.base, client.Options{})
 	// No deadline: one try each (with one, Health would wait the drain out).
-	for !errors.Is(c.Health(context.Background()), client.CodeShuttingDown) {
-		if ctx.Err() != nil {
-			t.Fatal("/health never said draining")
+	wait.For(t, "/health to say draining", func() error {
+		if err := c.Health(context.Background()); !errors.Is(err, client.CodeShuttingDown) {
+			return fmt.Errorf("/health: %v", err)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	}, wait.Every(5*time.Millisecond))
 	var r retries
 	type dialed struct {
 		s   *client.Session
@@ -368,12 +360,8 @@ func TestClientWaitsOutDrainAndRestart(t *testing.T) {
 	if !errors.Is(held.Err(), client.CodeShuttingDown) {
 		t.Errorf("held session: Err %v, want SHUTTING_DOWN", held.Err())
 	}
-	for !r.saw(syscall.ECONNREFUSED) { // nothing listens now
-		if ctx.Err() != nil {
-			t.Fatalf("never refused: %v", r.errs)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	// Nothing listens now.
+	wait.Until(t, "a refused connection", func() bool { return r.saw(syscall.ECONNREFUSED) }, wait.Every(5*time.Millisecond))
 	startEchoServer(t, old.addr, server.Options{})
 	d := <-got
 	if d.err != nil {
@@ -446,13 +434,7 @@ func TestClientWaitsOutCapacity(t *testing.T) {
 		_, err := b.Reset(ctxFor(t, time.Minute), client.ResetRequest{Split: "eval", Index: 1, Wait: 200 * time.Millisecond})
 		got <- err
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for !r.saw(client.CodeCapacityReached) {
-		if time.Now().After(deadline) {
-			t.Fatal("the second reset never met CAPACITY_REACHED")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Until(t, "the second reset to meet CAPACITY_REACHED", func() bool { return r.saw(client.CodeCapacityReached) })
 	if _, err := a.Step(ctx, idleReply(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -517,11 +499,7 @@ func TestClientWaitsOutServeRestart(t *testing.T) {
 		got <- err
 	}()
 	// The reset is waiting out the down server before it comes back.
-	for deadline := time.Now().Add(time.Minute); !r.saw(syscall.ECONNREFUSED); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the reset met no refused connection: %v", r.errs)
-		}
-	}
+	wait.Until(t, "the reset to meet a refused connection", func() bool { return r.saw(syscall.ECONNREFUSED) })
 	again := startServe(t, gridsimBundle, addr, state, nil)
 	if err := <-got; err != nil {
 		t.Fatalf("reset across the restart: %v", err)
@@ -553,11 +531,7 @@ func TestClientCloseDuringStep(t *testing.T) {
 		_, err := s.Step(ctx, "slow")
 		got <- err
 	}()
-	for deadline := time.Now().Add(time.Minute); srv.player.slow.Load() == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the slow step never reached the server")
-		}
-	}
+	wait.Until(t, "the slow step to reach the server", func() bool { return srv.player.slow.Load() > 0 })
 	start := time.Now()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -566,11 +540,5 @@ func TestClientCloseDuringStep(t *testing.T) {
 	if err := <-got; !errors.Is(err, client.ErrClosed) || time.Since(start) > 15*time.Second {
 		t.Fatalf("step: %v after %s, want ErrClosed at once", err, time.Since(start))
 	}
-	deadline := time.Now().Add(time.Minute)
-	for srv.player.closed.Load() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the server did not tear the episode down")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	wait.Until(t, "the server to tear the episode down", func() bool { return srv.player.closed.Load() == 1 })
 }

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 
 	"github.com/agentenv/agentenv/cmd/agentenv/cli"
 	"github.com/agentenv/agentenv/core/episode"
@@ -160,7 +163,8 @@ func startEchoServer(t *testing.T, addr string, opts server.Options) *echoServer
 }
 
 // runPlayCmd runs `agentenv play base ARGS` in process, with token in the
-// environment variable --token-var names (AGENTENV_TOKEN by default).
+// environment variable --token-var names (AGENTENV_TOKEN by default): the
+// command's environment, not the process's, so tests run in parallel.
 func runPlayCmd(t *testing.T, base, token string, in io.Reader, out io.Writer, args ...string) error {
 	tokenVar := "AGENTENV_TOKEN"
 	for i, a := range args {
@@ -168,8 +172,8 @@ func runPlayCmd(t *testing.T, base, token string, in io.Reader, out io.Writer, a
 			tokenVar = args[i+1]
 		}
 	}
-	t.Setenv(tokenVar, token)
-	cmd := cli.NewRootCmd(version)
+	env := map[string]string{tokenVar: token}
+	cmd := cli.NewRootCmdEnv(version, cli.Env{Getenv: func(k string) string { return env[k] }})
 	cmd.SetArgs(append([]string{"play", base}, args...))
 	cmd.SetIn(in)
 	cmd.SetOut(out)
@@ -178,6 +182,7 @@ func runPlayCmd(t *testing.T, base, token string, in io.Reader, out io.Writer, a
 }
 
 func TestPlay(t *testing.T) {
+	t.Parallel()
 	base := startEchoServer(t, "", server.Options{Token: "tok"}).base
 	cases := []struct {
 		name, input, token string
@@ -227,6 +232,7 @@ func TestPlay(t *testing.T) {
 // A token given as URL userinfo (as OpenEnv's Python client takes it)
 // authenticates the session and never shows in an error.
 func TestPlayTokenInURL(t *testing.T) {
+	t.Parallel()
 	base := startEchoServer(t, "", server.Options{Token: "tok-in-url"}).base
 	withUser := func(pass string) string { return strings.Replace(base, "http://", "http://openenv:"+pass+"@", 1) }
 	var out bytes.Buffer
@@ -243,19 +249,19 @@ func TestPlayTokenInURL(t *testing.T) {
 // is reported at once, as a shutdown, not after the input ends as
 // "stopped before the episode was done".
 func TestPlayReportsShutdownMidEpisode(t *testing.T) {
+	t.Parallel()
 	srv := startEchoServer(t, "", server.Options{})
 	in, inW := io.Pipe() // input that never comes, like a user thinking
 	t.Cleanup(func() { inW.Close() })
 	out := &lockedBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- runPlayCmd(t, srv.base, "", in, out, "--task", "t") }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), "--- reply") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no prompt for a reply:\n%s", out)
+	wait.For(t, "a prompt for a reply", func() error {
+		if text := out.String(); !strings.Contains(text, "--- reply") {
+			return fmt.Errorf("none in:\n%s", text)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.Shutdown(ctx)
@@ -272,6 +278,7 @@ func TestPlayReportsShutdownMidEpisode(t *testing.T) {
 // Issue 11 item 13: "connection refused" says no server runs there and
 // how to start one.
 func TestPlayNoServer(t *testing.T) {
+	t.Parallel()
 	addr := freeAddr(t)
 	var out bytes.Buffer
 	start := time.Now()

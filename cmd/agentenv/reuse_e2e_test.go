@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 )
 
 // reuseBundle copies GridSim's bundle into a folder of the test's own,
@@ -85,15 +87,13 @@ func TestServeReusedEnvsKilledLeaveNothing(t *testing.T) {
 	}
 	// The last episodes' envs are reset and wait in the pool: alive, no
 	// episode holding them.
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+	wait.For(t, "the resets after the last episodes to pass", func() error {
 		text = metricsText(t, addr, "")
-		if metric(text, `agentenv_env_resets_total{env="gridsim",result="ok",sandbox="local"}`) >= clients*days-clients {
-			break
+		if metric(text, `agentenv_env_resets_total{env="gridsim",result="ok",sandbox="local"}`) < clients*days-clients {
+			return fmt.Errorf("/metrics:\n%s", text)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the resets after the last episodes never passed:\n%s", text)
-		}
-	}
+		return nil
+	})
 	if live := envsUnder(tmp); len(live) == 0 {
 		t.Fatalf("no reset env is alive in the pool before the kill")
 	}

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/gorilla/websocket"
 
 	"github.com/agentenv/agentenv/sdk/sdktest"
@@ -465,20 +467,18 @@ func TestServeSecondSignalExitsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The drain is stuck on the 60 s grace: the server says so meanwhile.
-	deadline := time.Now().Add(30 * time.Second) // a guard, under the 60 s grace
-	for {
+	// The guard stays under the 60 s grace.
+	wait.For(t, "/health to say draining", func() error {
 		resp, err := http.Get("http://" + addr + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 503 {
-				break
-			}
+		if err != nil {
+			return fmt.Errorf("%w; the server's log:\n%s", err, s.log)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/health never said draining: %v\n%s", err, s.log)
+		resp.Body.Close()
+		if resp.StatusCode != 503 {
+			return fmt.Errorf("/health: %d", resp.StatusCode)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	}, wait.Timeout(30*time.Second))
 	start := time.Now()
 	if code := s.signalAndWait(t, syscall.SIGTERM, 5*time.Second); code != 1 {
 		t.Fatalf("exit %d after the second signal, want 1:\n%s", code, s.log)
@@ -516,13 +516,15 @@ func TestServeIdleSessionExpires(t *testing.T) {
 	if !websocket.IsCloseError(err, websocket.CloseNormalClosure) || !strings.Contains(err.Error(), "idle timeout") {
 		t.Fatalf("got %v, want close 1000 idle timeout", err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for alive(procs[0].PID) || len(stateFiles(t, state)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("env process %d still there after the idle timeout", procs[0].PID)
+	wait.For(t, "the env to go after the idle timeout", func() error {
+		if alive(procs[0].PID) {
+			return fmt.Errorf("env process %d still there", procs[0].PID)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		if left := stateFiles(t, state); len(left) > 0 {
+			return fmt.Errorf("state files left: %+v", left)
+		}
+		return nil
+	})
 	if code := s.signalAndWait(t, syscall.SIGTERM, 10*time.Second); code != 0 {
 		t.Fatalf("exit %d", code)
 	}

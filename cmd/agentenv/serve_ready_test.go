@@ -20,31 +20,41 @@ import (
 	"github.com/agentenv/agentenv/client"
 )
 
-// slowBuildBundle copies GridSim into a temp dir with an env whose build
-// waits until the test writes to the FIFO it returns, then compiles the
-// env as GridSim's own build does.
-func slowBuildBundle(t *testing.T) (dir, release string) {
+// gridsimWithEnv copies GridSim into a temp dir named name with the
+// env.toml toml(src, envDir) gives: src is GridSim's own folder, envDir
+// the copy's env folder.
+func gridsimWithEnv(t *testing.T, name string, toml func(src, envDir string) string) string {
 	t.Helper()
 	src, err := filepath.Abs(gridsimBundle)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir = filepath.Join(t.TempDir(), "slowbuild")
+	dir := filepath.Join(t.TempDir(), name)
 	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}
+	envDir := filepath.Join(dir, "envs", "gridsim")
+	if err := os.WriteFile(filepath.Join(envDir, "env.toml"), []byte(toml(src, envDir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// slowBuildBundle copies GridSim into a temp dir with an env whose build
+// waits until the test writes to the FIFO it returns, then compiles the
+// env as GridSim's own build does.
+func slowBuildBundle(t *testing.T) (dir, release string) {
+	t.Helper()
 	release = filepath.Join(t.TempDir(), "release")
 	if err := syscall.Mkfifo(release, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	envDir := filepath.Join(dir, "envs", "gridsim")
-	toml := fmt.Sprintf(`build = ["sh", "-c", "cat %s >/dev/null && CGO_ENABLED=0 go build -C %s -o %s ."]
+	dir = gridsimWithEnv(t, "slowbuild", func(src, envDir string) string {
+		return fmt.Sprintf(`build = ["sh", "-c", "cat %s >/dev/null && CGO_ENABLED=0 go build -C %s -o %s ."]
 command = ["bin/gridsim-env"]
 port = 18765
 `, release, filepath.Join(src, "envs", "gridsim"), filepath.Join(envDir, "bin", "gridsim-env"))
-	if err := os.WriteFile(filepath.Join(envDir, "env.toml"), []byte(toml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	})
 	return dir, release
 }
 
@@ -203,4 +213,31 @@ func startPlayWaiting(t *testing.T, addr string) *playRun {
 		t.Fatalf("play did not say it waits for the server:\n%s", out.String())
 	}
 	return &playRun{exited: exited, out: out}
+}
+
+// --deploy-timeout bounds one env's deploy: an env that never listens
+// fails its reset DEPLOY_FAILED naming the timeout given, and its process
+// is gone; a timeout of 0 is refused at start, naming the flag.
+func TestServeDeployTimeout(t *testing.T) {
+	dir := gridsimWithEnv(t, "mute", func(string, string) string { return "command = [\"sleep\", \"600\"]\nport = 18765\n" })
+	out, stderr, code := runServeEnv(t, "serve", dir, "--addr", freeAddr(t), "--deploy-timeout", "0s")
+	if code == 0 || !strings.Contains(stderr, "--deploy-timeout must be more than 0, got 0s") {
+		t.Fatalf("--deploy-timeout 0s: exit %d:\n%s%s", code, out, stderr)
+	}
+
+	addr := freeAddr(t)
+	s := startServe(t, dir, addr, t.TempDir(), nil, "--deploy-timeout", "1500ms")
+	cl := dialServe(t, addr, "")
+	typ, data, err := cl.call(`{"type": "reset", "data": {"split": "eval", "index": 0}}`)
+	msg, _ := data["message"].(string)
+	if err != nil || typ != "error" || data["code"] != "DEPLOY_FAILED" ||
+		!strings.Contains(msg, `env "gridsim" was not ready within the deploy timeout (1.5s)`) {
+		t.Fatalf("reset of an env that never listens: %s %v %v", typ, data, err)
+	}
+	if left := stateFiles(t, s.stateDir); len(left) != 0 {
+		t.Errorf("%d env processes left after the failed deploy: %+v", len(left), left)
+	}
+	if code := s.signalAndWait(t, syscall.SIGTERM, time.Minute); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, s.log)
+	}
 }

@@ -78,6 +78,8 @@ func alive(pid int) bool { return servetest.Alive(pid) }
 type e2eClient struct {
 	t    *testing.T
 	conn *websocket.Conn
+	// wait bounds the wait for each reply (3 minutes when zero).
+	wait time.Duration
 }
 
 func dialServe(t *testing.T, addr, token string) *e2eClient {
@@ -99,7 +101,11 @@ func (c *e2eClient) call(frame string) (string, map[string]any, error) {
 	if err := c.conn.WriteMessage(websocket.TextMessage, []byte(frame)); err != nil {
 		return "", nil, err
 	}
-	c.conn.SetReadDeadline(time.Now().Add(3 * time.Minute))
+	wait := c.wait
+	if wait == 0 {
+		wait = 3 * time.Minute
+	}
+	c.conn.SetReadDeadline(time.Now().Add(wait))
 	_, b, err := c.conn.ReadMessage()
 	if err != nil {
 		return "", nil, err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 
 	"github.com/agentenv/agentenv/client"
 	"github.com/agentenv/agentenv/core/dataset/skyrl/oracles"
@@ -45,17 +48,14 @@ func playDay(t *testing.T, s *served, index int, replies ...string) (string, cli
 // not wait for).
 func waitMetric(t *testing.T, s *served, series string, want float64) string {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		text := metricsText(t, s.addr, "")
-		if metric(text, series) == want {
-			return text
+	var text string
+	wait.For(t, fmt.Sprintf("%s to reach %v", series, want), func() error {
+		if text = metricsText(t, s.addr, ""); metric(text, series) != want {
+			return fmt.Errorf("/metrics:\n%s", text)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never reached %v:\n%s", series, want, text)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return text
 }
 
 func runAgentenv(t *testing.T, args ...string) (string, string, error) {

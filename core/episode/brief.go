@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"syscall"
+	"time"
 
 	"github.com/agentenv/agentenv/core/envclient"
 	"github.com/agentenv/agentenv/core/threadlimit"
 	"github.com/agentenv/agentenv/sdk"
+	"github.com/agentenv/agentenv/sdk/sandbox"
 )
 
 // briefError is a failure whose detail (server paths, an env's command
@@ -62,10 +64,36 @@ func (e *Error) Brief() (msg string, ok bool) {
 
 // callFailure wraps the error of a call to an env (what) that did not
 // answer: its text names the env's address, so the client is told only
-// the env, its sandbox (a pod, a container: to look it up) and what went
-// wrong.
-func callFailure(err error, env, sandboxID, what string) error {
-	return withBrief(err, "env %q (sandbox %s): %s got no answer: %s", env, sandboxID, what, transportCause(err))
+// the env, its sandbox (a pod, a container: to look it up), what went
+// wrong and what the sandbox says became of it (why, when it says).
+func callFailure(err error, env, sandboxID, what, why string) error {
+	brief := fmt.Sprintf("env %q (sandbox %s): %s got no answer: %s", env, sandboxID, what, transportCause(err))
+	if why != "" {
+		err = fmt.Errorf("%w; the sandbox says: %s", err, why)
+		brief += "; the sandbox says: " + why
+	}
+	return withBrief(err, "%s", brief)
+}
+
+// explainTimeout bounds the question to the sandbox after a failed call.
+const explainTimeout = 5 * time.Second
+
+// explain asks the sandbox what became of le's sandbox after a call to
+// it failed (sandbox.Explainer): "" when it cannot say, or when the call
+// failed for a reason of ours (cancelled, the sandbox plugin crashed).
+func (e *Engine) explain(ctx context.Context, le *liveEnv, err error) string {
+	ex, ok := e.cfg.Sandbox.(sandbox.Explainer)
+	if !ok || errors.Is(err, sdk.ErrCrashed) || errors.Is(err, context.Canceled) {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), explainTimeout)
+	defer cancel()
+	why, xerr := ex.Explain(ctx, le.sb)
+	if xerr != nil {
+		e.log.Debug("the sandbox could not say what became of a sandbox whose env stopped answering", "sandbox", le.sb.ID, "error", xerr)
+		return ""
+	}
+	return why
 }
 
 // transportCause says in a few words why a call to an env got no answer.

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/agentenv/agentenv/core/episode"
 )
 
@@ -25,16 +27,8 @@ func TestWaitingForBuildHonoursCancel(t *testing.T) {
 	builder := r.play(episode.Request{TaskID: "puzzle"})
 	built := make(chan error, 1)
 	go func() { _, err := builder.Start(context.Background()); built <- err }()
-	deadline := time.Now().Add(60 * time.Second) // a guard only
-	for {                                        // the builder holds the build
-		if _, err := os.Stat(began); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the build never began")
-		}
-		time.Sleep(10 * time.Millisecond) // a poll interval
-	}
+	// The builder holds the build.
+	wait.For(t, "the build to begin", func() error { _, err := os.Stat(began); return err })
 
 	for _, tc := range []struct {
 		name string

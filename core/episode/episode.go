@@ -374,7 +374,8 @@ func (ep *episode) runCall(ctx context.Context, t *turn, rep *replyReport, c too
 		// The sandbox id names where the env ran (a pod, a container) so
 		// an env that died mid-episode can be looked up.
 		return &Error{Code: CodeExecution, Cause: causeOf(err, CauseEnvCrashed),
-			Err: callFailure(fmt.Errorf("env %q (sandbox %s): %w", o.env.name, o.env.sb.ID, err), o.env.name, o.env.sb.ID, "the call of "+c.Name)}
+			Err: callFailure(fmt.Errorf("env %q (sandbox %s): %w", o.env.name, o.env.sb.ID, err), o.env.name, o.env.sb.ID, "the call of "+c.Name,
+				ep.e.explain(ctx, o.env, err))}
 	}
 	prefix := ""
 	if res.IsError {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/agentenv/agentenv/core/bundle"
 	"github.com/agentenv/agentenv/core/episode"
 	"github.com/agentenv/agentenv/core/testenv/testenvbuild"
@@ -41,9 +43,7 @@ func (nopDriver) Exec(context.Context, sandbox.Sandbox, []string) (sandbox.ExecR
 func assertGone(t *testing.T, r *rig) {
 	t.Helper()
 	r.assertNothingLive()
-	if left := envsGone(); len(left) > 0 {
-		t.Fatalf("env processes left: %v", left)
-	}
+	waitEnvsGone(t)
 }
 
 func TestFailuresTearDown(t *testing.T) {
@@ -112,6 +112,19 @@ func TestFailuresTearDown(t *testing.T) {
 			brief: []string{`env "testenv" (sandbox local-`, `): the call of crash got no answer: the env closed the connection`},
 		},
 		{
+			name: "env crashes mid-episode, and the sandbox says why", vars: map[string]string{"TESTENV_CHILD": "1"},
+			play: func(t *testing.T, r *rig, ep episode.Episode) error {
+				r.start(ep)
+				why := "its pod envs/p-1 (node n2) was evicted; node n2 is cordoned"
+				r.driver.why.Store(&why)
+				_, err := ep.Step(context.Background(), call("crash", map[string]any{}))
+				return err
+			},
+			code: episode.CodeExecution, wants: []string{"calling crash", "; the sandbox says: its pod envs/p-1 (node n2) was evicted; node n2 is cordoned"},
+			brief: []string{`): the call of crash got no answer: the env closed the connection`,
+				"; the sandbox says: its pod envs/p-1 (node n2) was evicted; node n2 is cordoned"},
+		},
+		{
 			name: "tool call past its deadline",
 			tune: func(c *episode.Config) { c.ToolCallTimeout = 500 * time.Millisecond },
 			play: func(t *testing.T, r *rig, ep episode.Episode) error {
@@ -174,15 +187,12 @@ func TestFailuresTearDown(t *testing.T) {
 		{
 			name: "Close during Start", vars: map[string]string{"TESTENV_START_DELAY": "1m"},
 			play: func(t *testing.T, r *rig, ep episode.Episode) error {
-				go func() {
-					// Once the deploy began (the env then waits a minute).
-					for r.driver.deploys.Load() == 0 {
-						time.Sleep(10 * time.Millisecond) // a poll interval
-					}
-					_ = ep.Close(context.Background())
-				}()
-				_, err := ep.Start(context.Background())
-				return err
+				started := make(chan error, 1)
+				go func() { _, err := ep.Start(context.Background()); started <- err }()
+				// Once the deploy began (the env then waits a minute).
+				wait.Until(t, "the deploy to begin", func() bool { return r.driver.deploys.Load() > 0 })
+				_ = ep.Close(context.Background())
+				return <-started
 			},
 			code: episode.CodeDeploy, wants: []string{"canceled"},
 		},
@@ -240,6 +250,10 @@ func TestFailuresTearDown(t *testing.T) {
 				if !strings.Contains(brief, w) {
 					t.Errorf("brief %q does not say %q", brief, w)
 				}
+			}
+			// sandbox-local has nothing to say (its Explain, over gRPC, is "").
+			if !strings.Contains(strings.Join(tc.brief, " "), "the sandbox says") && strings.Contains(brief, "the sandbox says") {
+				t.Errorf("brief %q: the sandbox said something it does not know", brief)
 			}
 			if strings.Contains(brief, "127.0.0.1") || strings.Contains(brief, "/mcp") {
 				t.Errorf("brief %q shows the env's address", brief)

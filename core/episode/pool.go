@@ -128,7 +128,10 @@ func (p *warmPool) fill(env string) {
 	p.filling[env]--
 	if err != nil {
 		b := p.backoff[env]
-		if time.Now().After(p.retryAt[env]) { // the first failure of this round
+		// The first failure of this round: a retry that fails at the very
+		// instant it was due (a coarse clock) starts a round too, or the
+		// filler would retry at once, again and again.
+		if !time.Now().Before(p.retryAt[env]) {
 			b = min(max(b*2, warmRetryMin), warmRetryMax)
 			p.backoff[env], p.retryAt[env] = b, time.Now().Add(b)
 		}

@@ -2,12 +2,20 @@ package episode_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"regexp"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
+	"github.com/agentenv/agentenv/sdk/toolformat"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -33,17 +41,12 @@ func (r *rig) warmIDs() []string {
 // waitWarm waits until the pool holds ready sandboxes and deploys none.
 func (r *rig) waitWarm(ready int) {
 	r.t.Helper()
-	deadline := time.Now().Add(60 * time.Second) // a guard only
-	for {
-		got, deploying := r.engine.WarmReady("testenv")
-		if got == ready && deploying == 0 {
-			return
+	wait.For(r.t, fmt.Sprintf("%d warm sandboxes ready", ready), func() error {
+		if got, deploying := r.engine.WarmReady("testenv"); got != ready || deploying != 0 {
+			return fmt.Errorf("%d ready, %d deploying", got, deploying)
 		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("warm pool: %d ready, %d deploying; want %d ready", got, deploying, ready)
-		}
-		time.Sleep(10 * time.Millisecond) // a poll interval
-	}
+		return nil
+	})
 }
 
 // warmRig is a rig with a warm pool of n per env, logging at info into
@@ -163,18 +166,56 @@ func TestWarmPoolSkipsADeadSandbox(t *testing.T) {
 	}
 }
 
-// An env that cannot deploy is retried with a growing pause, not in a loop.
+// An env that cannot deploy is retried with a growing pause, not in a
+// loop. The driver is a fake that fails in process, so the engine runs in
+// a synctest bubble: the schedule is checked to the instant, in no time.
 func TestWarmPoolBacksOffFailedDeploys(t *testing.T) {
-	dir := bundleFiles(t, map[string]string{"TESTENV_FAIL_START": "1"}, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
-	r := newRig(t, dir, rigOptions{tune: func(c *episode.Config) { c.Warm = 2 }})
-	r.closeFirst()
-	// The backoff is the subject: count attempts over a span of time.
-	// Two at once, then two after 1s; the next pair waits until 3s (load
-	// can only slow attempts down: at least the first two are made).
-	time.Sleep(2500 * time.Millisecond)
-	if got := r.driver.deploys.Load(); got < 2 || got > 4 {
-		t.Fatalf("%d deploy attempts in 2.5s of a failing env, want 2 to 4", got)
-	}
+	dir := bundleFiles(t, nil, map[string]string{"tasks/puzzle.json": puzzleTask(5, 2)})
+	synctest.Test(t, func(t *testing.T) {
+		d := &failingDriver{}
+		e, err := episode.NewEngine(episode.Config{
+			Bundle:     mustLoad(t, dir),
+			Sandbox:    d,
+			ToolFormat: func(string) (toolformat.Parser, error) { return nil, errors.New("no tool format in this test") },
+			Logger:     hclog.NewNullLogger(),
+			Warm:       2,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Two at once, then two after each pause: 1s, 2s, 4s, 8s, 16s,
+		// then 30s at most.
+		start := time.Now()
+		for _, tc := range []struct {
+			at    time.Duration
+			total int64
+		}{{0, 2}, {time.Second, 4}, {3 * time.Second, 6}, {7 * time.Second, 8}, {15 * time.Second, 10}, {31 * time.Second, 12}, {61 * time.Second, 14}} {
+			time.Sleep(tc.at - time.Since(start) - time.Nanosecond)
+			synctest.Wait()
+			if got := d.deploys.Load(); got != tc.total-2 && tc.at > 0 {
+				t.Fatalf("%d deploys just before %s, want %d", got, tc.at, tc.total-2)
+			}
+			time.Sleep(time.Nanosecond)
+			synctest.Wait()
+			if got := d.deploys.Load(); got != tc.total {
+				t.Fatalf("%d deploys at %s, want %d", got, tc.at, tc.total)
+			}
+		}
+		if err := e.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// failingDriver is a sandbox driver whose deploys fail at once.
+type failingDriver struct {
+	nopDriver
+	deploys atomic.Int64
+}
+
+func (d *failingDriver) Deploy(context.Context, sandbox.Spec) (sandbox.Sandbox, error) {
+	d.deploys.Add(1)
+	return sandbox.Sandbox{}, errors.New("the env failed to start")
 }
 
 // lockedBuffer is a log sink safe for the engine's goroutines.

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentenv/agentenv/core/bundle"
@@ -78,6 +80,16 @@ type countingDriver struct {
 	// plugin's do, before any reaches the plugin.
 	failTerminates atomic.Int64
 	terminates     atomic.Int64
+	// why, when set, is what Explain answers in place of the plugin
+	// (sandbox-local, which has nothing to say).
+	why atomic.Pointer[string]
+}
+
+func (d *countingDriver) Explain(ctx context.Context, sb sandbox.Sandbox) (string, error) {
+	if w := d.why.Load(); w != nil {
+		return *w, nil
+	}
+	return d.Driver.(sandbox.Explainer).Explain(ctx, sb)
 }
 
 func (d *countingDriver) Terminate(ctx context.Context, sb sandbox.Sandbox) error {
@@ -150,27 +162,24 @@ func newRig(t testing.TB, dir string, opts rigOptions) *rig {
 		r.assertNothingLive()
 		// Before the plugin is stopped: a plugin killed while it still
 		// undoes a cut-short deploy would leave that env to the next start.
-		if left := envsGone(); len(left) > 0 {
-			t.Errorf("env processes left: %v", left)
-		}
+		waitEnvsGone(t)
 	})
 	return r
 }
 
-// envsGone waits until no env process of the suite runs, at most 20 s, and
-// returns those still running then. A deploy the episode gave up on (its
+// waitEnvsGone waits until no env process of the suite runs. A deploy the episode gave up on (its
 // context ended) is still being undone in the sandbox plugin when the
 // host's call returns: the plugin stops the env it started once it sees the
 // cancel, which a loaded machine can delay.
-func envsGone() []int {
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		left := testenvbuild.Procs(testenvBin)
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
+func waitEnvsGone(t testing.TB) {
+	t.Helper()
+	// No event says another process's child ended: poll.
+	wait.For(t, "no env process left", func() error {
+		if left := testenvbuild.Procs(testenvBin); len(left) > 0 {
+			return fmt.Errorf("env processes left: %v", left)
 		}
-		time.Sleep(20 * time.Millisecond) // a poll interval: no event says another process's child ended
-	}
+		return nil
+	})
 }
 
 // assertNothingLive checks the sandbox lists no sandbox of this test.

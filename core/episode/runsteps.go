@@ -40,7 +40,7 @@ func (ep *episode) verify(ctx context.Context, s *bundle.Step) (float64, error) 
 		}
 		res, err := le.client.CallTool(ctx, s.Tool, s.Arguments, cfg.VerifyTimeout)
 		if err != nil {
-			return 0, callFailure(err, s.Env, le.sb.ID, fmt.Sprintf("verify_tool step %q (%s)", s.ID, s.Tool))
+			return 0, callFailure(err, s.Env, le.sb.ID, fmt.Sprintf("verify_tool step %q (%s)", s.ID, s.Tool), ep.e.explain(ctx, le, err))
 		}
 		if res.IsError {
 			return 0, fmt.Errorf("%s on env %q answered with an error: %s", s.Tool, s.Env, res.Text)

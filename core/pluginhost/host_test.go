@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentenv/agentenv/sdk"
@@ -310,7 +312,7 @@ func TestPluginLogsReachHostLog(t *testing.T) {
 	// The plugin logs JSON, so its key/value pairs reach the host in no
 	// fixed order: look for the line, then for each pair on it.
 	want := "[INFO]  agentenv.plugins.reward-v: configured:"
-	waitFor(t, fmt.Sprintf("the host log line %q with scale=2 version=v7", want), func() bool {
+	wait.Until(t, fmt.Sprintf("the host log line %q with scale=2 version=v7", want), func() bool {
 		for _, line := range strings.Split(buf.String(), "\n") {
 			if strings.Contains(line, want) && strings.Contains(line, " scale=2") && strings.Contains(line, " version=v7") {
 				return true

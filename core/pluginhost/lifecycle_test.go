@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/agentenv/agentenv/sdk"
 	"github.com/agentenv/agentenv/sdk/reward"
 )
@@ -46,27 +48,14 @@ func gone(pid int) bool {
 
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("process %d to exit", pid), func() bool { return gone(pid) })
-}
-
-// waitFor polls cond until it holds; the deadline is only a guard against
-// a broken test, so it is long and never reached by a slow machine.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(guard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", guard, what)
-		}
-		time.Sleep(10 * time.Millisecond) // a poll interval, not a guess of how long things take
-	}
+	wait.Until(t, fmt.Sprintf("process %d to exit", pid), func() bool { return gone(pid) })
 }
 
 // waitPolls waits until the host's watcher has done n more rounds.
 func waitPolls(t *testing.T, h *Host, n int64) {
 	t.Helper()
 	from := h.polls.Load()
-	waitFor(t, fmt.Sprintf("%d watcher polls", n), func() bool { return h.polls.Load() >= from+n })
+	wait.Until(t, fmt.Sprintf("%d watcher polls", n), func() bool { return h.polls.Load() >= from+n })
 }
 
 func TestKilledPluginIsRestarted(t *testing.T) {
@@ -139,7 +128,7 @@ func TestIdleCrashIsNoticed(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the watcher to restart the killed plugin", func() bool { return h.Restarts() > 0 })
+	wait.Until(t, "the watcher to restart the killed plugin", func() bool { return h.Restarts() > 0 })
 	if got := pidOf(t, ctx, r); got == pid {
 		t.Fatal("same pid after restart")
 	}
@@ -180,7 +169,7 @@ func TestRestartFailureFailsFast(t *testing.T) {
 	}
 	// Putting the binary back brings it back.
 	install(t, rewardV(t, "v2"), dir, "agentenv-reward-v")
-	waitFor(t, "the plugin to come back after its binary returned", func() bool {
+	wait.Until(t, "the plugin to come back after its binary returned", func() bool {
 		v, err := r.Combine(ctx, map[string]float64{"version": 0})
 		return err == nil && v == 2
 	})
@@ -234,7 +223,7 @@ func TestHotSwapUnderLoad(t *testing.T) {
 	}
 	waitVersion := func(v string, n float64) {
 		t.Helper()
-		waitFor(t, "the swap to "+v, func() bool { return info().Version == v })
+		wait.Until(t, "the swap to "+v, func() bool { return info().Version == v })
 		// Calls made after the swap reach the new process.
 		if got, err := r.Combine(ctx, map[string]float64{"version": 0}); err != nil || got != n {
 			t.Fatalf("after swapping to %s a call answered version %v, %v", v, got, err)
@@ -244,7 +233,7 @@ func TestHotSwapUnderLoad(t *testing.T) {
 	moreCalls := func() {
 		t.Helper()
 		from := calls.Load()
-		waitFor(t, "200 more calls", func() bool { return calls.Load() >= from+200 })
+		wait.Until(t, "200 more calls", func() bool { return calls.Load() >= from+200 })
 	}
 	moreCalls()
 	install(t, v2, dir, "agentenv-reward-v")
@@ -286,7 +275,7 @@ func TestHotSwapToBrokenBinaryKeepsOld(t *testing.T) {
 	// once, then left alone however many polls follow.
 	starts := h.starts.Load()
 	install(t, build(t, "misbehave", ""), dir, "agentenv-reward-v")
-	waitFor(t, "the broken binary to be tried and rejected", func() bool {
+	wait.Until(t, "the broken binary to be tried and rejected", func() bool {
 		for _, s := range h.running() {
 			s.mu.Lock()
 			rejected := s.rejected != (fileStamp{})
@@ -311,7 +300,7 @@ func TestHotSwapToBrokenBinaryKeepsOld(t *testing.T) {
 		t.Fatalf("Reload error = %v", err)
 	}
 	install(t, rewardV(t, "v2"), dir, "agentenv-reward-v")
-	waitFor(t, "a good binary after a broken one to be swapped in", func() bool { return r.(sdk.Informer).Info().Version == "v2" })
+	wait.Until(t, "a good binary after a broken one to be swapped in", func() bool { return r.(sdk.Informer).Info().Version == "v2" })
 	waitGone(t, pid)
 }
 
@@ -487,5 +476,5 @@ func TestSIGHUPReloads(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "SIGHUP to swap in the new binary", func() bool { return r.(sdk.Informer).Info().Version == "v2" })
+	wait.Until(t, "SIGHUP to swap in the new binary", func() bool { return r.(sdk.Informer).Info().Version == "v2" })
 }

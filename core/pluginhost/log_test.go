@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -57,7 +59,7 @@ func TestPluginLogLines(t *testing.T) {
 				return false
 			}
 			for _, want := range tc.want {
-				waitFor(t, fmt.Sprintf("the host log line %q", want), func() bool { return found(want) })
+				wait.Until(t, fmt.Sprintf("the host log line %q", want), func() bool { return found(want) })
 			}
 			for _, line := range strings.Split(buf.String(), "\n") {
 				if !strings.Contains(line, "agentenv.plugins.reward-v") {

@@ -78,9 +78,10 @@ func (p toolFormatProxy) ParseSet(ctx context.Context, text string, set *toolfor
 type sandboxProxy struct{ s *slot }
 
 var (
-	_ sandbox.Driver   = sandboxProxy{}
-	_ sandbox.Preparer = sandboxProxy{}
-	_ sdk.Informer     = sandboxProxy{}
+	_ sandbox.Driver    = sandboxProxy{}
+	_ sandbox.Preparer  = sandboxProxy{}
+	_ sandbox.Explainer = sandboxProxy{}
+	_ sdk.Informer      = sandboxProxy{}
 )
 
 // Prepare asks the plugin to prepare an env (see sandbox.Preparer); every
@@ -107,4 +108,10 @@ func (p sandboxProxy) List(ctx context.Context, labels map[string]string) ([]san
 
 func (p sandboxProxy) Exec(ctx context.Context, sb sandbox.Sandbox, cmd []string) (sandbox.ExecResult, error) {
 	return call(ctx, p.s, func(d sandbox.Driver) (sandbox.ExecResult, error) { return d.Exec(ctx, sb, cmd) })
+}
+
+// Explain asks the plugin why a sandbox's env stopped answering (see
+// sandbox.Explainer); every sandbox plugin answers it, "" when it cannot.
+func (p sandboxProxy) Explain(ctx context.Context, sb sandbox.Sandbox) (string, error) {
+	return call(ctx, p.s, func(d sandbox.Explainer) (string, error) { return d.Explain(ctx, sb) })
 }

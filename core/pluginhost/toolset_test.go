@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/agentenv/agentenv/sdk/toolformat"
 )
 
@@ -98,7 +100,7 @@ func TestToolSetSentOncePerProcess(t *testing.T) {
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the watcher to restart the killed plugin", func() bool { return h.Restarts() > 0 })
+	wait.Until(t, "the watcher to restart the killed plugin", func() bool { return h.Restarts() > 0 })
 	if got := parseContent(t, ctx, p, "reply", setA); got != "sets=1 tools=a,b" {
 		t.Fatalf("first parse after the restart: %q, want the set sent to the new process once", got)
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/agentenv/agentenv/core/episode"
 	"github.com/agentenv/agentenv/core/testenv/testenvbuild"
 )
@@ -36,7 +38,7 @@ func TestDeploysInFlightSurviveASandboxPluginCrash(t *testing.T) {
 		}()
 	}
 	// Every deploy is in the plugin, its env started but not listening.
-	waitUntil(t, "eight envs started", func() bool { return len(testenvbuild.Procs(testenvBin)) == n })
+	wait.Until(t, "eight envs started", func() bool { return len(testenvbuild.Procs(testenvBin)) == n })
 	before := sandboxPIDs(t, rt)
 	if len(before) != 1 {
 		t.Fatalf("sandbox plugin processes %v, want one", before)

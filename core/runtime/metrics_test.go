@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/gorilla/websocket"
 
 	"github.com/agentenv/agentenv/core/server"
@@ -80,14 +82,11 @@ func TestMetricsFromTheEngine(t *testing.T) {
 
 	// The outcome is counted once the teardown finished.
 	outcome := `agentenv_episode_outcomes_total{cause="completed",env="testenv",outcome="done",sandbox="local",source="none"} 1`
-	deadline := time.Now().Add(30 * time.Second)
 	var text string
-	for text = scrapeMetrics(t, hs.URL); !strings.Contains(text, outcome+"\n"); text = scrapeMetrics(t, hs.URL) {
-		if time.Now().After(deadline) {
-			t.Fatalf("/metrics never showed %s", outcome)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	wait.Until(t, "/metrics to show "+outcome, func() bool {
+		text = scrapeMetrics(t, hs.URL)
+		return strings.Contains(text, outcome+"\n")
+	}, wait.Every(50*time.Millisecond))
 	for phase, n := range map[string]int{"queue": 1, "deploy": 1, "ready": 1, "setup": 1, "step": 2, "tool": 1, "verify": 1, "teardown": 1} {
 		series := fmt.Sprintf(`agentenv_episode_phase_seconds_count{env="testenv",phase=%q,sandbox="local"} %d`, phase, n)
 		if !strings.Contains(text, series+"\n") {

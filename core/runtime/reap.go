@@ -23,6 +23,20 @@ func ServerID(bundleDir, addr string) (string, error) {
 	return hex.EncodeToString(sum[:8]), nil
 }
 
+// PodServerID is the server id of agentenv in a Kubernetes pod: the pod's
+// name, from the downward API variables POD_NAME and POD_UID
+// (deploy/kubernetes sets both), so each replica of a Deployment has an id
+// of its own and reaps only its own envs, where ServerID (bundle and
+// address, the same in every replica) would make them reap each other's.
+// "" outside a pod, or for a name no server id can be.
+func PodServerID(getenv func(string) string) string {
+	name := getenv("POD_NAME")
+	if name == "" || getenv("POD_UID") == "" || !validServerID.MatchString(name) {
+		return ""
+	}
+	return name
+}
+
 // Reaper is what Reap needs of a sandbox.
 type Reaper interface {
 	sandbox.Lister

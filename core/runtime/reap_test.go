@@ -82,3 +82,23 @@ func TestServerID(t *testing.T) {
 		t.Fatalf("ids %s %s %s %s", a, b, c, d)
 	}
 }
+
+func TestPodServerID(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		env      map[string]string
+		want     string
+		whyEmpty string
+	}{
+		{"in a pod", map[string]string{"POD_NAME": "agentenv-7d9f-abcde", "POD_UID": "0d6c"}, "agentenv-7d9f-abcde", ""},
+		{"outside a pod", nil, "", "no POD_NAME"},
+		{"name without uid", map[string]string{"POD_NAME": "agentenv-1"}, "", "POD_UID unset: not the downward API"},
+		{"not a server id", map[string]string{"POD_NAME": "a/b", "POD_UID": "1"}, "", "a file name cannot hold it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := PodServerID(func(k string) string { return tc.env[k] }); got != tc.want {
+				t.Fatalf("PodServerID = %q, want %q (%s)", got, tc.want, tc.whyEmpty)
+			}
+		})
+	}
+}

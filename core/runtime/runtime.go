@@ -32,9 +32,11 @@ const DefaultSandbox = "local"
 // besides those every plugin gets (pluginhost.Options.PluginEnv adds to
 // it): the ECS sandbox's AWS SDK reads its region, credentials, profile and
 // endpoints from AWS_* variables; the Kubernetes sandbox finds its
-// kubeconfig in KUBECONFIG, and its API server in a pod through
-// KUBERNETES_SERVICE_HOST and _PORT.
-var PluginEnv = map[string][]string{"sandbox-ecs": {"AWS_*"}, "sandbox-k8s": {"KUBECONFIG", "KUBERNETES_SERVICE_*"}}
+// kubeconfig in KUBECONFIG, and in a pod its API server through
+// KUBERNETES_SERVICE_HOST and _PORT and the pod that owns its env pods
+// through POD_NAME, POD_NAMESPACE and POD_UID (the downward API).
+var PluginEnv = map[string][]string{"sandbox-ecs": {"AWS_*"},
+	"sandbox-k8s": {"KUBECONFIG", "KUBERNETES_SERVICE_*", "POD_NAME", "POD_NAMESPACE", "POD_UID"}}
 
 // startTimeout bounds starting one plugin (and reaping) at Open.
 const startTimeout = 2 * time.Minute

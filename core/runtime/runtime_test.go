@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentenv/agentenv/core/episode"
@@ -119,17 +121,6 @@ func sandboxPIDs(t *testing.T, rt *Runtime) []int {
 	return nil
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second) // a guard only: a slow machine never reaches it
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // a poll interval
-	}
-}
-
 // The sandbox plugin is killed after it deployed an episode's env. The
 // host restarts it, and the episode's teardown reaches the env through the
 // new process with nothing but the handle the engine kept — whether the
@@ -167,7 +158,7 @@ func TestTeardownThroughARestartedSandboxPlugin(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.awaitRestart {
-				waitUntil(t, "the sandbox plugin to be restarted", func() bool {
+				wait.Until(t, "the sandbox plugin to be restarted", func() bool {
 					now := sandboxPIDs(t, rt)
 					return len(now) == 1 && now[0] != before[0]
 				})

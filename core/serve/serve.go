@@ -88,6 +88,9 @@ func Run(dir string, o Options, stop <-chan os.Signal) error {
 	if err != nil {
 		return err
 	}
+	if id := runtime.PodServerID(os.Getenv); id != "" {
+		serverID = id
+	}
 	metrics := o.Server.Metrics
 	if metrics == nil {
 		metrics = server.NewMetrics()

@@ -5,10 +5,16 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
-func TestAdmissionFIFO(t *testing.T) {
+// The admission queue is channels and timers only, so its tests run in a
+// synctest bubble: waits are exact, and they take no wall time.
+
+func TestAdmissionFIFO(t *testing.T) { synctest.Test(t, testAdmissionFIFO) }
+
+func testAdmissionFIFO(t *testing.T) {
 	a := newAdmission(1, nil)
 	if err := a.acquire(context.Background(), time.Second); err != nil {
 		t.Fatal(err)
@@ -29,12 +35,11 @@ func TestAdmissionFIFO(t *testing.T) {
 			mu.Unlock()
 			a.release()
 		}()
-		// Queue them in a known order.
-		for {
-			if _, q := a.counts(); q == i+1 {
-				break
-			}
-			time.Sleep(time.Millisecond) // a poll interval
+		// Queue them in a known order: each waits in the queue before
+		// the next starts.
+		synctest.Wait()
+		if _, q := a.counts(); q != i+1 {
+			t.Fatalf("%d queued, want %d", q, i+1)
 		}
 	}
 	a.release()
@@ -70,31 +75,37 @@ func TestAdmissionOutcomes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var gauges [2]int
-			a := newAdmission(1, func(active, queued int) { gauges = [2]int{active, queued} })
-			if err := a.acquire(context.Background(), 0); err != nil {
-				t.Fatal(err)
-			}
-			if err := tc.run(a); !errors.Is(err, tc.want) {
-				t.Fatalf("got %v, want %v", err, tc.want)
-			}
-			if _, queued := a.counts(); queued != 0 || gauges[1] != 0 {
-				t.Fatalf("waiter left in the queue: %d (gauge %d)", queued, gauges[1])
-			}
+			synctest.Test(t, func(t *testing.T) {
+				var gauges [2]int
+				a := newAdmission(1, func(active, queued int) { gauges = [2]int{active, queued} })
+				if err := a.acquire(context.Background(), 0); err != nil {
+					t.Fatal(err)
+				}
+				if err := tc.run(a); !errors.Is(err, tc.want) {
+					t.Fatalf("got %v, want %v", err, tc.want)
+				}
+				if _, queued := a.counts(); queued != 0 || gauges[1] != 0 {
+					t.Fatalf("waiter left in the queue: %d (gauge %d)", queued, gauges[1])
+				}
+			})
 		})
 	}
 }
 
 // A slot handed over as the waiter gives up is kept, not lost.
-func TestAdmissionNoLostSlots(t *testing.T) {
+func TestAdmissionNoLostSlots(t *testing.T) { synctest.Test(t, testAdmissionNoLostSlots) }
+
+func testAdmissionNoLostSlots(t *testing.T) {
 	a := newAdmission(2, nil)
 	var wg sync.WaitGroup
-	for range 200 {
+	for i := range 200 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if a.acquire(context.Background(), time.Duration(1+time.Now().UnixNano()%3)*time.Millisecond) == nil {
-				time.Sleep(time.Millisecond) // holds the slot while others give up: the race under test
+			// In the bubble many waits end at the same instant as a
+			// release: the race under test, at its most likely.
+			if a.acquire(context.Background(), time.Duration(1+i%3)*time.Millisecond) == nil {
+				time.Sleep(time.Millisecond) // holds the slot while others give up (bubble time)
 				a.release()
 			}
 		}()

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/agentenv/agentenv/core/episode"
 )
 
@@ -64,7 +66,7 @@ func (p *fakePlayer) stepBegun(reply string) bool {
 // tests once guessed at with a sleep ("the step is running").
 func (p *fakePlayer) waitStep(t *testing.T, reply string) {
 	t.Helper()
-	eventually(t, 0, "the step "+reply+" to begin", func() bool { return p.stepBegun(reply) })
+	wait.Until(t, "the step "+reply+" to begin", func() bool { return p.stepBegun(reply) })
 }
 
 var fakeTasks = []TaskEntry{

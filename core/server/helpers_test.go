@@ -18,24 +18,13 @@ const testToken = "s3cret-token"
 // testServer runs a Server on a loopback port until the test ends.
 type testServer struct {
 	*Server
-	addr string
+	addr   string
+	dialer *websocket.Dialer // nil: websocket.DefaultDialer
 }
 
 func startServer(t testing.TB, opts Options) *testServer {
 	t.Helper()
-	if opts.Player == nil {
-		opts.Player = newFakePlayer()
-	}
-	if opts.Catalog == nil {
-		opts.Catalog = fakeCatalog{}
-	}
-	if opts.Info.Name == "" {
-		opts.Info = Info{Name: "gridsim", Description: "Battery days.", Readme: "# gridsim\n\nBattery days.\n", Version: "0.1.0-test"}
-	}
-	s, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newTestServer(t, opts)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +42,26 @@ func startServer(t testing.TB, opts Options) *testServer {
 		}
 	})
 	return &testServer{Server: s, addr: ln.Addr().String()}
+}
+
+// newTestServer is New with the tests' defaults (a fake player and
+// catalogue, GridSim's info) for what opts leaves out.
+func newTestServer(t testing.TB, opts Options) *Server {
+	t.Helper()
+	if opts.Player == nil {
+		opts.Player = newFakePlayer()
+	}
+	if opts.Catalog == nil {
+		opts.Catalog = fakeCatalog{}
+	}
+	if opts.Info.Name == "" {
+		opts.Info = Info{Name: "gridsim", Description: "Battery days.", Readme: "# gridsim\n\nBattery days.\n", Version: "0.1.0-test"}
+	}
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func (ts *testServer) url(path string) string { return "http://" + ts.addr + path }
@@ -77,7 +86,11 @@ func (ts *testServer) tryDial(token string) (*wsClient, *http.Response, error) {
 	if token != "" {
 		h.Set("Authorization", "Bearer "+token)
 	}
-	conn, resp, err := websocket.DefaultDialer.Dial("ws://"+ts.addr+"/ws", h)
+	d := ts.dialer
+	if d == nil {
+		d = websocket.DefaultDialer
+	}
+	conn, resp, err := d.Dial("ws://"+ts.addr+"/ws", h)
 	if err != nil {
 		return nil, resp, err
 	}
@@ -230,16 +243,3 @@ func scrape(ts *testServer, series string) (float64, error) {
 
 // guard bounds a wait on an event; only a broken test reaches it.
 const guard = 60 * time.Second
-
-// eventually polls cond until it holds. d is how long it should take; the
-// deadline is never under guard, so a loaded machine only makes it slower.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(max(d, guard))
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // a poll interval
-	}
-}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -140,22 +142,21 @@ func TestConnectionCap(t *testing.T) {
 		t.Fatalf("past the cap: %d %s", resp.StatusCode, body)
 	}
 	held[0].Close()
-	deadline := time.Now().Add(guard)
-	for {
+	wait.For(t, "a connection served after one of the 5 closed", func() error {
 		c, err := net.Dial("tcp", ts.addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp, err := rawGet(c, bufio.NewReader(c), "/health")
 		c.Close()
-		if err == nil && resp.StatusCode == 200 {
-			break
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no connection served after one of the 5 closed: %v %v", resp, err)
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("/health: %d", resp.StatusCode)
 		}
-		time.Sleep(20 * time.Millisecond) // a poll interval
-	}
+		return nil
+	})
 }
 
 // A server whose caps need more open files than ulimit -n allows says so
@@ -173,7 +174,7 @@ func TestOpenFileLimitWarning(t *testing.T) {
 	need := OpenFilesNeeded(conns, 100)
 	text := func() string { mu.Lock(); defer mu.Unlock(); return logged.String() }
 	// Serve logs it as it starts, in its goroutine.
-	eventually(t, 10*time.Second, "the open-file warning", func() bool {
+	wait.Until(t, "the open-file warning", func() bool {
 		return strings.Contains(text(), "ulimit -n") && strings.Contains(text(), fmt.Sprint(need))
 	})
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/gorilla/websocket"
 )
 
@@ -203,7 +205,7 @@ func TestGenericEnvClientExchange(t *testing.T) {
 		t.Fatalf("state after done: %v", st)
 	}
 	c.close()
-	eventually(t, 2*time.Second, "episode closed", func() bool { _, _, live, _ := p.counts(); return live == 0 })
+	wait.Until(t, "episode closed", func() bool { _, _, live, _ := p.counts(); return live == 0 })
 }
 
 // The readiness poll of from_docker_image / AutoEnv: GET /health answers

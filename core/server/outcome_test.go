@@ -2,7 +2,8 @@ package server
 
 import (
 	"testing"
-	"time"
+
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 )
 
 // A client that disconnects mid-step has abandoned its episode, as
@@ -15,7 +16,7 @@ func TestDisconnectMidStepIsAbandoned(t *testing.T) {
 	c.sendRaw(t, `{"type":"step","data":{"reply":"hold"}}`)
 	p.waitStep(t, "hold")
 	c.conn.Close()
-	eventually(t, 5*time.Second, "the episode to be counted", func() bool {
+	wait.Until(t, "the episode to be counted", func() bool {
 		a, _ := metricValue(t, ts, "", `agentenv_episodes_total{outcome="abandoned"}`)
 		f, _ := metricValue(t, ts, "", `agentenv_episodes_total{outcome="failed"}`)
 		if f > 0 {

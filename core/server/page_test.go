@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 )
 
 // testPage answers "PAGE <path>" once authorized and "LOGIN failed=<bool>"
@@ -218,7 +220,7 @@ func TestLive(t *testing.T) {
 	playing.observation(t, `{"type":"reset","data":{"task_id":"day/1","episode_id":"ep-live"}}`)
 	queued := ts.dial(t, "")
 	queued.sendRaw(t, `{"type":"reset","data":{"task_id":"quiz","wait_s":60}}`)
-	eventually(t, 0, "the second reset queued", func() bool { return ts.Live().Queued == 1 })
+	wait.Until(t, "the second reset queued", func() bool { return ts.Live().Queued == 1 })
 
 	l := ts.Live()
 	if l.Capacity != 1 || l.Active != 1 || len(l.Sessions) != 2 {
@@ -241,7 +243,7 @@ func TestLive(t *testing.T) {
 	}
 	playing.observation(t, `{"type":"step","data":{"reply":"done"}}`)
 	queued.recv(t) // the queued reset got the slot
-	eventually(t, 0, "the queue emptied", func() bool { return ts.Live().Queued == 0 })
+	wait.Until(t, "the queue emptied", func() bool { return ts.Live().Queued == 0 })
 	playing.error(t, `{"type":"step","data":{"reply":"x"}}`) // no episode: an error reply
 	if n := ts.Live().Errors[CodeNoEpisode]; n != 1 {
 		t.Errorf("Live().Errors = %v, want one %s as /metrics counts it", ts.Live().Errors, CodeNoEpisode)

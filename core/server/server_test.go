@@ -6,7 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 
 	"github.com/gorilla/websocket"
 )
@@ -226,7 +227,7 @@ func TestMetricsSeries(t *testing.T) {
 	c.error(t, `{"type":"nope"}`)
 	// Phase times and outcomes come from the engine (its Observer); the
 	// fake player has none: core/runtime's TestMetricsFromTheEngine.
-	eventually(t, 2*time.Second, "teardown done", func() bool {
+	wait.Until(t, "teardown done", func() bool {
 		v, _ := metricValue(t, ts, "", `agentenv_episodes_live`)
 		return v == 0
 	})

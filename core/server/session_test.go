@@ -9,7 +9,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 
 	"github.com/gorilla/websocket"
 
@@ -46,7 +49,7 @@ func TestFullEpisode(t *testing.T) {
 		t.Fatalf("final step: %+v", o)
 	}
 	// The episode is torn down once done; the session stays for another.
-	eventually(t, 2*time.Second, "teardown after done", func() bool { _, closed, _, _ := p.counts(); return closed == 1 })
+	wait.Until(t, "teardown after done", func() bool { _, closed, _, _ := p.counts(); return closed == 1 })
 	if e := c.error(t, `{"type":"step","data":{"reply":"x"}}`); e.Code != CodeNoEpisode || !strings.Contains(e.Message, "done") {
 		t.Fatalf("step after done: %+v", e)
 	}
@@ -59,7 +62,7 @@ func TestFullEpisode(t *testing.T) {
 	if !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
 		t.Fatalf("after close: %v, want close 1000", err)
 	}
-	eventually(t, 2*time.Second, "teardown after close", func() bool { _, _, live, _ := p.counts(); return live == 0 })
+	wait.Until(t, "teardown after close", func() bool { _, _, live, _ := p.counts(); return live == 0 })
 	if v, _ := metricValue(t, ts, testToken, `agentenv_episodes_total{outcome="done"}`); v != 1 {
 		t.Fatalf("episodes done = %v", v)
 	}
@@ -161,7 +164,7 @@ func TestEpisodeFailures(t *testing.T) {
 		if e := c.error(t, `{"type":"step","data":{"reply":"fail"}}`); e.Code != CodeExecution || !strings.Contains(e.Message, "env crashed") {
 			t.Fatalf("got %+v", e)
 		}
-		eventually(t, 2*time.Second, "teardown after failure", func() bool { _, closed, _, _ := p.counts(); return closed == 1 })
+		wait.Until(t, "teardown after failure", func() bool { _, closed, _, _ := p.counts(); return closed == 1 })
 		if e := c.error(t, `{"type":"step","data":{"reply":"x"}}`); e.Code != CodeNoEpisode {
 			t.Fatalf("got %+v", e)
 		}
@@ -180,7 +183,7 @@ func TestEpisodeFailures(t *testing.T) {
 			}
 		}
 		// The error reply does not wait for the teardown.
-		eventually(t, 0, "the three failed episodes torn down", func() bool {
+		wait.Until(t, "the three failed episodes torn down", func() bool {
 			_, closed, live, _ := p.counts()
 			return closed == 3 && live == 0
 		})
@@ -217,64 +220,78 @@ func TestDisconnectTearsDown(t *testing.T) {
 	c.sendRaw(t, `{"type":"step","data":{"reply":"hold"}}`)
 	p.waitStep(t, "hold")
 	c.conn.Close() // mid-step
-	eventually(t, 3*time.Second, "teardown after disconnect", func() bool { _, _, live, _ := p.counts(); return live == 0 })
-	eventually(t, 3*time.Second, "session gone", func() bool { return ts.sessionCount() == 0 })
+	wait.Until(t, "teardown after disconnect", func() bool { _, _, live, _ := p.counts(); return live == 0 })
+	wait.Until(t, "session gone", func() bool { return ts.sessionCount() == 0 })
 	if v, _ := metricValue(t, ts, "", "agentenv_episodes_live"); v != 0 {
 		t.Fatalf("live episodes metric %v after disconnect", v)
 	}
 }
 
 // Pings keep a step longer than the pong deadline alive, and a peer that
-// stops answering pings is dropped and its episode torn down.
+// stops answering pings is dropped and its episode torn down. In a
+// synctest bubble over in-memory connections: the 3 s step and the 2 s
+// pong deadline take no wall time.
 func TestKeepalive(t *testing.T) {
-	p := newFakePlayer()
-	ts := startServer(t, Options{Player: p, PingInterval: 300 * time.Millisecond, PongTimeout: 2 * time.Second})
-	c := ts.dial(t, "")
-	c.observation(t, `{"type":"reset","data":{"task_id":"quiz"}}`)
-	if o := c.observation(t, `{"type":"step","data":{"reply":"sleep:3000"}}`); o.Observation.Turn != 1 {
-		t.Fatalf("long step: %+v", o)
-	}
-	c.conn.Close()
-	eventually(t, 3*time.Second, "first session gone", func() bool { return ts.sessionCount() == 0 })
-
-	dead := ts.dial(t, "")
-	dead.observation(t, `{"type":"reset","data":{"task_id":"quiz"}}`)
-	dead.conn.SetPingHandler(func(string) error { return nil }) // never pong
-	go func() {
-		for {
-			if _, _, err := dead.conn.ReadMessage(); err != nil {
-				return
-			}
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakePlayer()
+		ts := startPipeServer(t, Options{Player: p, PingInterval: 300 * time.Millisecond, PongTimeout: 2 * time.Second})
+		c := ts.dial(t, "")
+		c.observation(t, `{"type":"reset","data":{"task_id":"quiz"}}`)
+		if o := c.observation(t, `{"type":"step","data":{"reply":"sleep:3000"}}`); o.Observation.Turn != 1 {
+			t.Fatalf("long step: %+v", o)
 		}
-	}()
-	eventually(t, 15*time.Second, "dead peer dropped", func() bool { return ts.sessionCount() == 0 })
-	if _, _, live, _ := p.counts(); live != 0 {
-		t.Fatalf("%d episodes live after the dead peer was dropped", live)
-	}
+		c.conn.Close()
+		wait.Until(t, "first session gone", func() bool { return ts.sessionCount() == 0 })
+
+		dead := ts.dial(t, "")
+		dead.observation(t, `{"type":"reset","data":{"task_id":"quiz"}}`)
+		dead.conn.SetPingHandler(func(string) error { return nil }) // never pong
+		go func() {
+			for {
+				if _, _, err := dead.conn.ReadMessage(); err != nil {
+					return
+				}
+			}
+		}()
+		wait.Until(t, "dead peer dropped", func() bool { return ts.sessionCount() == 0 })
+		if _, _, live, _ := p.counts(); live != 0 {
+			t.Fatalf("%d episodes live after the dead peer was dropped", live)
+		}
+	})
 }
 
+// Activity keeps a session; idleness past IdleTimeout ends it. The span
+// of time is the subject, so the server runs in a synctest bubble over
+// in-memory connections: each step comes exactly 200 ms after the last,
+// the close exactly 1.5 s after the last step, in no wall time.
 func TestIdleTimeout(t *testing.T) {
-	p := newFakePlayer()
-	ts := startServer(t, Options{Player: p, IdleTimeout: 1500 * time.Millisecond})
-	c := ts.dial(t, "")
-	c.observation(t, `{"type":"reset","data":{"task_id":"quiz"}}`)
-	// Activity keeps it: steps every 200 ms for 2.4 s. The pause is what
-	// the test is about (time passing with activity), not a wait; each
-	// step has 1.3 s of slack however loaded the machine is.
-	for range 12 {
-		time.Sleep(200 * time.Millisecond)
-		c.observation(t, `{"type":"step","data":{"reply":"a"}}`)
-	}
-	c.conn.SetReadDeadline(time.Now().Add(guard))
-	_, _, err := c.conn.ReadMessage()
-	var ce *websocket.CloseError
-	if !errors.As(err, &ce) || ce.Code != websocket.CloseNormalClosure || ce.Text != "idle timeout" {
-		t.Fatalf("got %v, want close 1000 idle timeout", err)
-	}
-	eventually(t, 2*time.Second, "teardown after idle", func() bool { _, _, live, _ := p.counts(); return live == 0 })
-	if v, _ := metricValue(t, ts, "", "agentenv_sessions_expired_total"); v != 1 {
-		t.Fatalf("expired = %v", v)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakePlayer()
+		ts := startPipeServer(t, Options{Player: p, IdleTimeout: 1500 * time.Millisecond})
+		c := ts.dial(t, "")
+		c.observation(t, `{"type":"reset","data":{"task_id":"quiz"}}`)
+		// Steps every 200 ms for 2.4 s: longer than the timeout in all.
+		for range 12 {
+			time.Sleep(200 * time.Millisecond)
+			c.observation(t, `{"type":"step","data":{"reply":"a"}}`)
+		}
+		last := time.Now()
+		_, _, err := c.conn.ReadMessage()
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != websocket.CloseNormalClosure || ce.Text != "idle timeout" {
+			t.Fatalf("got %v, want close 1000 idle timeout", err)
+		}
+		if d := time.Since(last); d != 1500*time.Millisecond {
+			t.Errorf("closed %s after the last step, want the idle timeout, 1.5s", d)
+		}
+		synctest.Wait() // the teardown, in the background
+		if _, _, live, _ := p.counts(); live != 0 {
+			t.Fatalf("%d episodes live after the idle close", live)
+		}
+		if v, _ := ts.metric(t, "agentenv_sessions_expired_total"); v != 1 {
+			t.Fatalf("expired = %v", v)
+		}
+	})
 }
 
 func TestCapacityQueue(t *testing.T) {
@@ -293,7 +310,7 @@ func TestCapacityQueue(t *testing.T) {
 	// A patient reset waits in the queue, visible in /metrics, and gets
 	// the slot when the first episode ends.
 	b.sendRaw(t, `{"type":"reset","data":{"task_id":"day/3"}}`)
-	eventually(t, 2*time.Second, "queue depth 1", func() bool {
+	wait.Until(t, "queue depth 1", func() bool {
 		v, _ := metricValue(t, ts, "", "agentenv_reset_queue_depth")
 		return v == 1
 	})
@@ -364,7 +381,7 @@ func TestConcurrentEpisodesQueue(t *testing.T) {
 		t.Error(err)
 	}
 	// A session tears its episode down after its last reply is sent.
-	eventually(t, 2*time.Second, "the 64 teardowns", func() bool { _, closed, _, _ := p.counts(); return closed == 64 })
+	wait.Until(t, "the 64 teardowns", func() bool { _, closed, _, _ := p.counts(); return closed == 64 })
 	started, closed, live, maxLive := p.counts()
 	if started != 64 || closed != 64 || live != 0 || maxLive > 16 {
 		t.Fatalf("started %d closed %d live %d max live %d", started, closed, live, maxLive)
@@ -389,7 +406,7 @@ func TestShutdownTellsSessions(t *testing.T) {
 	p.waitStep(t, "hold")
 	queued := ts.dial(t, "")
 	queued.sendRaw(t, `{"type":"reset","data":{"task_id":"quiz"}}`)
-	eventually(t, 0, "the third reset queued", func() bool {
+	wait.Until(t, "the third reset queued", func() bool {
 		v, _ := metricValue(t, ts, "", "agentenv_reset_queue_depth")
 		return v == 1
 	})
@@ -450,7 +467,7 @@ func TestHealthDrainingDuringShutdown(t *testing.T) {
 	c.observation(t, `{"type":"reset","data":{"task_id":"quiz"}}`)
 	done := make(chan error, 1)
 	go func() { done <- s.Shutdown(context.Background()) }()
-	eventually(t, time.Second, "draining", func() bool { return s.Draining() })
+	wait.Until(t, "draining", func() bool { return s.Draining() })
 	code, body := get(t, ts.url("/health"), "")
 	if code != 503 || !strings.Contains(body, `"draining"`) {
 		t.Fatalf("health while draining: %d %s", code, body)

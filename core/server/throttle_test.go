@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -116,7 +118,7 @@ func TestPageLoginThrottled(t *testing.T) {
 	}
 
 	// One line at the first wrong token, then one line per window.
-	eventually(t, 2*time.Second, "the summary log line", func() bool { return strings.Contains(logs.String(), "page logins refused") })
+	wait.Until(t, "the summary log line", func() bool { return strings.Contains(logs.String(), "page logins refused") })
 	log := logs.String()
 	if n := strings.Count(log, "page login refused: wrong token"); n != 1 {
 		t.Errorf("%d lines for single wrong tokens, want 1:\n%s", n, log)

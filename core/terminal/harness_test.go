@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -12,7 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -125,15 +127,16 @@ func (e *env) write(t *testing.T, name, text string) {
 // waitFile waits for a file to appear with content, and returns it.
 func waitFile(t *testing.T, p string) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(p); err == nil && strings.HasSuffix(string(b), "\n") {
-			return strings.TrimSpace(string(b))
+	var text string
+	wait.For(t, p+" to be written", func() error {
+		b, err := os.ReadFile(p)
+		if err == nil && !strings.HasSuffix(string(b), "\n") {
+			err = fmt.Errorf("%q has no line end yet", b)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("%s never appeared", p)
-	return ""
+		text = strings.TrimSpace(string(b))
+		return err
+	})
+	return text
 }
 
 // pidFrom reads a pid a command wrote.
@@ -156,15 +159,13 @@ func alive(pid int) bool {
 // waitGone waits until pid is no process at all: killed and reaped.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	wait.For(t, fmt.Sprintf("process %d to be gone", pid), func() error {
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			return
+			return nil
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	state, ppid, _ := procStat(pid)
-	t.Fatalf("process %d is still there (state %c, parent %d)", pid, state, ppid)
+		state, ppid, _ := procStat(pid)
+		return fmt.Errorf("still there (state %c, parent %d)", state, ppid)
+	})
 }
 
 // decodeResult decodes run_tests's JSON result.

@@ -2,10 +2,13 @@ package gridsim_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 
 	agentclient "github.com/agentenv/agentenv/client"
 	"github.com/agentenv/agentenv/plugins/sandbox-local/dockertest"
@@ -22,27 +25,21 @@ func TestServeDockerWarmPool(t *testing.T) {
 	s := serveDocker(t, addr, cache, "--warm", "3", "--max-concurrent-envs", "4")
 	waitContainers := func(id string, want int) {
 		t.Helper()
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
-			c, _ := objects(t, cli, id)
-			if len(c) == want {
-				return
+		wait.For(t, fmt.Sprintf("%d containers", want), func() error {
+			if c, _ := objects(t, cli, id); len(c) != want {
+				return fmt.Errorf("%d containers; the server's log:\n%s", len(c), s.log)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d containers, want %d:\n%s", len(c), want, s.log)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		}, wait.Timeout(2*time.Minute), wait.Every(50*time.Millisecond))
 	}
 	waitLog := func(s *dockerServer, want string) {
 		t.Helper()
-		deadline := time.Now().Add(2 * time.Minute)
-		for !strings.Contains(s.log.String(), want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q in the log:\n%s", want, s.log)
+		wait.For(t, fmt.Sprintf("%q in the log", want), func() error {
+			if log := s.log.String(); !strings.Contains(log, want) {
+				return fmt.Errorf("not in:\n%s", log)
 			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		}, wait.Timeout(2*time.Minute))
 	}
 	waitLog(s, "warm pool full: env=gridsim sandboxes=3")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/agentenv/agentenv/sdk/sandbox"
 )
 
@@ -118,7 +120,7 @@ func TestTerminateLeavesNothing(t *testing.T) {
 	}
 	// init, the env, and three sleeps (one under a shell that ignores SIGTERM).
 	var pids []int
-	waitFor(t, "the env's children", func() bool { pids = members(h.PidNS); return len(pids) >= 6 })
+	wait.Until(t, "the env's children", func() bool { pids = members(h.PidNS); return len(pids) >= 6 })
 	starts := map[int]uint64{}
 	for _, pid := range pids {
 		starts[pid], _ = procStart(pid)
@@ -267,16 +269,5 @@ func TestDeployFailsWithTheEnvsOutput(t *testing.T) {
 	}
 	if _, err := p.Deploy(context.Background(), sandbox.Spec{Env: "web", Dir: envDir, Image: "nginx:1"}); err == nil || !strings.Contains(err.Error(), "has only an image") {
 		t.Errorf("Deploy of an image-only env = %v", err)
-	}
-}
-
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/agentenv/agentenv/sdk"
 	"github.com/agentenv/agentenv/sdk/sandbox"
 	"github.com/agentenv/agentenv/sdk/sdktest"
@@ -44,7 +46,7 @@ func TestEnvOutlivesKilledPlugin(t *testing.T) {
 	if err := syscall.Kill(pluginPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the plugin process to die", func() bool { return !isLive(pluginPID) })
+	wait.Until(t, "the plugin process to die", func() bool { return !isLive(pluginPID) })
 	if got := ask(t, sb.Endpoint, "/"); got != "testenv" {
 		t.Fatalf("the env after its plugin was killed: %q", got)
 	}
@@ -169,7 +171,7 @@ func TestListForgetsDeadSandboxes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Both gone: the keeper's own exit can show a moment after its init's.
-	waitFor(t, "the sandbox to die with its keeper", func() bool {
+	wait.Until(t, "the sandbox to die with its keeper", func() bool {
 		return !running(st.Init, st.InitStart) && !running(st.Keeper, st.KeeperStart)
 	})
 	if got, err := p.List(context.Background(), nil); err != nil || len(got) != 0 {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentenv/agentenv/core/bundle"
@@ -70,19 +72,12 @@ func TestRunServesUntilCancelled(t *testing.T) {
 
 	c := mcp.NewClient(&mcp.Implementation{Name: "envserve-test", Version: "1"}, nil)
 	var cs *mcp.ClientSession
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	wait.For(t, "the env to answer", func() error {
 		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
 		cs, err = c.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"}, nil)
-		cancel()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("env not answering: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err
+	})
 	defer cs.Close()
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
 	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "hi" {

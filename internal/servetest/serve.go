@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -209,21 +210,68 @@ type EnvProc struct {
 }
 
 // StateFiles lists the env processes the local sandbox's state files in
-// dir record, running or not.
+// dir record, running or not. A state file is written before its env
+// starts and holds no pid: the env is the process whose environment
+// carries its id (AGENTENV_SANDBOX_ID), the first started where the env's
+// children carry it too; a file whose env is not found is left out.
 func StateFiles(dir string) []EnvProc {
 	if dir == "" {
 		return nil
 	}
 	paths, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	var out []EnvProc
+	var pidless []EnvProc
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			continue // removed meanwhile
 		}
 		var e EnvProc
-		if json.Unmarshal(b, &e) == nil && e.PID > 0 {
+		switch {
+		case json.Unmarshal(b, &e) != nil || e.ID == "":
+		case e.PID > 0:
 			out = append(out, e)
+		default:
+			pidless = append(pidless, e)
+		}
+	}
+	if len(pidless) == 0 {
+		return out
+	}
+	envs := envsByID()
+	for _, e := range pidless {
+		if pid, ok := envs[e.ID]; ok {
+			e.PID, e.PGID = pid, pid
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// envSandboxID is the variable every sandbox sets to its id
+// (sdk/sandbox.EnvSandboxID; this package imports client only).
+const envSandboxID = "AGENTENV_SANDBOX_ID"
+
+// envsByID maps each AGENTENV_SANDBOX_ID found in a live process's
+// environment to the lowest such pid (pids rise; the env before its
+// children and its verifiers).
+func envsByID() map[string]int {
+	entries, _ := os.ReadDir("/proc")
+	out := map[string]int{}
+	for _, ent := range entries {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil || !Alive(pid) {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil {
+			continue
+		}
+		for _, kv := range strings.Split(string(b), "\x00") {
+			id, ok := strings.CutPrefix(kv, envSandboxID+"=")
+			if prev, seen := out[id]; ok && (!seen || pid < prev) {
+				out[id] = pid
+			}
 		}
 	}
 	return out

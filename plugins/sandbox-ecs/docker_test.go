@@ -2,11 +2,14 @@ package ecs
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 
 	"github.com/agentenv/agentenv/plugins/sandbox-ecs/standin"
 	"github.com/agentenv/agentenv/plugins/sandbox-ecs/standin/standintest"
@@ -46,19 +49,18 @@ func TestDockerTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	var body string
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	wait.For(t, sb.Endpoint+" to answer", func() error {
 		resp, err := http.Get(sb.Endpoint)
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if body = strings.TrimSpace(string(b)); body != "" {
-				break
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never answered: %v", sb.Endpoint, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if body = strings.TrimSpace(string(b)); body == "" {
+			return fmt.Errorf("an empty answer (%s)", resp.Status)
 		}
-	}
+		return nil
+	})
 	if body != sb.ID {
 		t.Errorf("the env says it is sandbox %q, the handle %q", body, sb.ID)
 	}

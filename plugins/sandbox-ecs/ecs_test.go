@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
 
@@ -214,13 +216,12 @@ func TestDeployDeadlineStopsTheTask(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not RUNNING within the deploy deadline (last status PENDING)") {
 		t.Fatalf("Deploy = %v", err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for len(s.Live()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if live := s.Live(); len(live) != 0 {
-		t.Fatalf("task not stopped after the deadline: %+v", live)
-	}
+	wait.For(t, "the task to stop after the deadline", func() error {
+		if live := s.Live(); len(live) != 0 {
+			return fmt.Errorf("live: %+v", live)
+		}
+		return nil
+	})
 	if r := s.Tasks()[0].StoppedReason; r != "agentenv: deploy failed" {
 		t.Errorf("stopped reason %q", r)
 	}

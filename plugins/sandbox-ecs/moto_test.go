@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 
@@ -42,24 +44,31 @@ func motoServer(t *testing.T) string {
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
+	// Cleanups run last first: this one after the kill below, once the
+	// process's output is all copied, so reading the log races nothing.
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the moto server's log:\n%s", log.String())
+		}
+	})
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-done
 	})
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+	wait.For(t, "the moto server to listen", func() error {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
 			_ = c.Close()
-			return "http://" + addr
+			return nil
 		}
 		select {
 		case <-done:
-			t.Fatalf("moto server exited:\n%s", log.String())
+			t.Fatal("moto server exited") // its log is printed at cleanup
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("moto server not listening after 60s:\n%s", log.String())
-		}
-	}
+		return err // its log is printed at cleanup
+	}, wait.Every(100*time.Millisecond))
+	return "http://" + addr
 }
 
 // The plugin's requests as moto reads them: task definitions registered

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/agentenv/agentenv/plugins/sandbox-ecs/standin"
@@ -77,15 +79,9 @@ func TestPollerWatchers(t *testing.T) {
 	}
 	stopA()
 	stopB()
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	wait.Until(t, "the poller to stop with nothing to watch", func() bool {
 		pl.mu.Lock()
-		running := pl.running
-		pl.mu.Unlock()
-		if !running {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the poller still runs with nothing to watch")
-		}
-	}
+		defer pl.mu.Unlock()
+		return !pl.running
+	})
 }

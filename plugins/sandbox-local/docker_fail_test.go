@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/moby/moby/client"
 
@@ -52,7 +54,7 @@ func TestDockerExitedEnvsFailTheirDeploysAtOnce(t *testing.T) {
 			t.Errorf("deploy %d: %v, want the exit status and output", i, err)
 		}
 	}
-	waitFor(t, func() bool { return len(dockerLeft(cli)) == 0 }, "the failed deploys' objects to go")
+	wait.Until(t, "the failed deploys' objects to go", func() bool { return len(dockerLeft(cli)) == 0 })
 }
 
 // An env's image removed while the plugin serves is built again from the

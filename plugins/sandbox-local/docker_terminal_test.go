@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/moby/moby/api/types/mount"
@@ -262,7 +264,7 @@ func TestDockerTerminal(t *testing.T) {
 		if _, err := ps.Deploy(short, silent); err == nil || !strings.Contains(err.Error(), "not listening on port 18765") {
 			t.Fatalf("Deploy = %v, want it not listening", err)
 		}
-		waitFor(t, func() bool { return len(dockerLeft(cli)) == 0 }, "the deploy's objects to go")
+		wait.Until(t, "the deploy's objects to go", func() bool { return len(dockerLeft(cli)) == 0 })
 	})
 	t.Run("a relative workdir", func(t *testing.T) {
 		rel := scratch
@@ -445,7 +447,7 @@ func TestDockerBuildTimeout(t *testing.T) {
 		}
 		return out
 	}
-	waitFor(t, func() bool { return len(buildContainers()) == 0 }, "the build's container to go")
+	wait.Until(t, "the build's container to go", func() bool { return len(buildContainers()) == 0 })
 	if _, found, _ := inspectImage(ctx, cli, spec.Image); found {
 		t.Errorf("image %s exists after a timed-out build", spec.Image)
 	}

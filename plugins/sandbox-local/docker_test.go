@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
@@ -342,7 +344,7 @@ func TestDockerDeployFailures(t *testing.T) {
 		if _, err := p.Deploy(short, good); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Deploy = %v, want a deadline error", err)
 		}
-		waitFor(t, func() bool { return len(dockerLeft(cli)) == 0 }, "a cut-short deploy's objects to go")
+		wait.Until(t, "a cut-short deploy's objects to go", func() bool { return len(dockerLeft(cli)) == 0 })
 	})
 	t.Run("no Dockerfile and nothing to pull", func(t *testing.T) {
 		spec := missing

@@ -329,19 +329,21 @@ func (p *Plugin) List(ctx context.Context, labels map[string]string) ([]sandbox.
 }
 
 // listProcesses returns the live process sandboxes whose labels include
-// labels. Sandboxes whose processes are gone are cleaned up on the way, and
-// a sandbox whose plugin was killed before it recorded the env's pid is
-// found by its id in the env's environment.
+// labels. Sandboxes whose processes are gone are cleaned up on the way.
+// A state file holds no pid: this process's own envs are known in memory,
+// the others are found by their ids in the envs' environments, in one
+// scan of /proc for all of them.
 func (p *Plugin) listProcesses(labels map[string]string) ([]sandbox.Sandbox, error) {
 	cfg := p.config()
 	states, err := readStates(cfg.StateDir)
 	if err != nil {
 		return nil, err
 	}
+	p.locate(states)
 	var out []sandbox.Sandbox
 	for _, st := range states {
-		if st.PID == 0 && !p.adopt(st) {
-			continue
+		if st.PID == 0 {
+			continue // being deployed, or never started
 		}
 		if !st.alive() {
 			p.log.Debug("removing a sandbox that is gone", "id", st.ID, "pid", st.PID)
@@ -356,25 +358,51 @@ func (p *Plugin) listProcesses(labels map[string]string) ([]sandbox.Sandbox, err
 	return out, nil
 }
 
-// adopt completes the state of a sandbox recorded before its env started
-// (PID 0): true when its env runs, false when it never started (its files
-// are removed once no deploy can still be starting it).
-func (p *Plugin) adopt(st *state) bool {
+// locate fills in the pid of each state without one (a state file is
+// written before its env starts, and not again): from memory for an env
+// this process started, else by one scan of /proc for the rest. A state
+// whose env never started keeps PID 0, and its files are removed once no
+// deploy can still be starting it.
+func (p *Plugin) locate(states []*state) {
+	var scan map[string]bool
 	p.mu.Lock()
-	_, ours := p.procs[st.ID]
+	for _, st := range states {
+		if st.PID != 0 {
+			continue // recorded with its pid (an older version, or no /proc)
+		}
+		if pr, ours := p.procs[st.ID]; ours {
+			if pr.pid != 0 {
+				st.setPID(pr.pid, pr.start)
+			}
+			continue // else being deployed by this process right now
+		}
+		if scan == nil {
+			scan = map[string]bool{}
+		}
+		scan[st.ID] = true
+	}
 	p.mu.Unlock()
-	if ours {
-		return false // being deployed by this process right now
+	if len(scan) == 0 {
+		return
 	}
-	if pid, ok := findByVar(sandbox.EnvSandboxID, st.ID); ok {
-		st.PID, st.PGID = pid, pid
-		st.ProcStart, _ = procStart(pid)
-		return true
+	found := findByIDs(sandbox.EnvSandboxID, scan)
+	timeout := time.Duration(p.config().ReadyTimeout)
+	for _, st := range states {
+		if !scan[st.ID] {
+			continue
+		}
+		if pid, ok := found[st.ID]; ok {
+			start, _ := procStart(pid)
+			st.setPID(pid, start)
+		} else if !ownerAlive(st) || time.Since(st.Started) > timeout {
+			p.forget(st) // a deploy cut short before its env started
+		}
 	}
-	if !ownerAlive(st) || time.Since(st.Started) > time.Duration(p.config().ReadyTimeout) {
-		p.forget(st) // a deploy cut short before its env started
-	}
-	return false
+}
+
+// setPID records the env's leader: its own process group's.
+func (st *state) setPID(pid int, start uint64) {
+	st.PID, st.PGID, st.ProcStart = pid, pid, start
 }
 
 // ownerAlive reports whether the plugin process that recorded st may
@@ -412,7 +440,7 @@ func (p *Plugin) Terminate(ctx context.Context, sb sandbox.Sandbox) error {
 		if st, ok = fromHandle(sb); !ok || !st.alive() {
 			return fileErr // ErrNotFound, naming the id
 		}
-	} else if st.PID == 0 && !p.adopt(st) {
+	} else if st.PID == 0 && !p.pidOf(st, sb) {
 		p.forget(st)
 		return nil // recorded, but its env never started
 	}
@@ -426,11 +454,29 @@ func (p *Plugin) Terminate(ctx context.Context, sb sandbox.Sandbox) error {
 	return nil
 }
 
+// pidOf fills in the pid of a state file's env for Terminate: from memory
+// when this process started it, else from the handle the deploy returned
+// (its leader's start time tells it from a later process with its pid),
+// else by a scan of /proc. False: the env never started.
+func (p *Plugin) pidOf(st *state, sb sandbox.Sandbox) bool {
+	if h, ok := fromHandle(sb); ok && h.Root == st.Root && h.Port == st.Port {
+		p.mu.Lock()
+		_, ours := p.procs[st.ID]
+		p.mu.Unlock()
+		if !ours { // this process's own are in memory, which locate reads
+			st.handle = h.handle
+			return true
+		}
+	}
+	p.locate([]*state{st})
+	return st.PID != 0
+}
+
 // forget removes every trace of a sandbox that has stopped.
 func (p *Plugin) forget(st *state) {
 	cfg := p.config()
 	if st.Root != "" && strings.HasPrefix(filepath.Base(st.Root), rootPrefix) {
-		if err := os.RemoveAll(st.Root); err != nil {
+		if err := removeRoot(st.Root); err != nil {
 			p.log.Warn("removing sandbox dir", "id", st.ID, "dir", st.Root, "error", err)
 		}
 	}

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -159,9 +161,11 @@ func TestLifecycle(t *testing.T) {
 	if strings.Contains(string(sb.State), "hello") {
 		t.Fatalf("the handle %s holds an env variable's value", sb.State)
 	}
+	// The state file is written before the start, so it holds no pid: the
+	// handle does (a restarted plugin finds the env by its sandbox id).
 	st, err := readState(stateDir, sb.ID)
-	if err != nil || st.PID != h.PID {
-		t.Fatalf("state file: %+v, %v", st, err)
+	if err != nil || st.PID != 0 || st.Root != h.Root || st.Port != h.Port {
+		t.Fatalf("state file: %+v, %v; want no pid, the handle's root and port", st, err)
 	}
 	if _, err := os.Stat(filepath.Join(stateDir, sb.ID+".json")); err != nil {
 		t.Fatalf("no state file: %v", err)
@@ -187,8 +191,8 @@ func TestLifecycle(t *testing.T) {
 	if err := p.Terminate(context.Background(), sb); err != nil {
 		t.Fatal(err)
 	}
-	if members := groupMembers(st.PGID); len(members) > 0 {
-		t.Fatalf("group %d still has %v", st.PGID, members)
+	if members := groupMembers(h.PGID); len(members) > 0 {
+		t.Fatalf("group %d still has %v", h.PGID, members)
 	}
 	for _, path := range []string{st.Root, filepath.Join(stateDir, sb.ID+".json")} {
 		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
@@ -207,7 +211,7 @@ func TestTerminateAcrossPluginRestart(t *testing.T) {
 	sb := deploy(t, first, testSpec("TESTENV_CHILD=1"))
 	var st handle
 	_ = json.Unmarshal(sb.State, &st)
-	waitFor(t, func() bool { return len(groupMembers(st.PGID)) == 2 }, "the env's child to start")
+	wait.Until(t, "the env's child to start", func() bool { return len(groupMembers(st.PGID)) == 2 })
 
 	second := newPlugin(t, stateDir, nil) // a new plugin process, as after a restart
 	got, err := second.List(context.Background(), map[string]string{"agentenv.instance": "test"})
@@ -514,15 +518,4 @@ func stateLeft(stateDir string) []string {
 		left = append(left, "ports/"+e.Name())
 	}
 	return left
-}
-
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

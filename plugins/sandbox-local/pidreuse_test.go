@@ -19,6 +19,13 @@ func TestTerminateOwnSandboxAfterPIDReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The state file holds no pid (it is written before the start): the
+	// handle does.
+	h, ok := fromHandle(sb)
+	if !ok || h.PGID <= 0 {
+		t.Fatalf("handle %s has no process group", sb.State)
+	}
+	st.handle = h.handle
 	_ = syscall.Kill(-st.PGID, syscall.SIGKILL)
 	p.mu.Lock()
 	pr := p.procs[sb.ID]

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentenv/agentenv/sdk"
@@ -82,8 +84,8 @@ func TestPluginSubprocess(t *testing.T) {
 		t.Fatalf("handle over the wire: %v", err)
 	}
 	st, err := readState(stateDir, sb.ID)
-	if err != nil || st.PGID != h.PGID {
-		t.Fatalf("state file: %+v, %v", st, err)
+	if err != nil || st.PID != 0 || st.Root != h.Root || h.PGID <= 0 {
+		t.Fatalf("state file: %+v, %v; handle %+v", st, err, h)
 	}
 	if _, err := first.Deploy(ctx, sandbox.Spec{Env: "img", Image: "alpine"}); err == nil || !strings.Contains(err.Error(), "only an image") {
 		t.Fatalf("image-only deploy over the wire = %v", err)
@@ -93,8 +95,8 @@ func TestPluginSubprocess(t *testing.T) {
 	for _, pid := range procsOf(bin) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	waitFor(t, func() bool { return len(procsOf(bin)) == 0 }, "the first plugin process to die")
-	if len(groupMembers(st.PGID)) == 0 {
+	wait.Until(t, "the first plugin process to die", func() bool { return len(procsOf(bin)) == 0 })
+	if len(groupMembers(h.PGID)) == 0 {
 		t.Fatal("the env died with the plugin process")
 	}
 
@@ -113,7 +115,7 @@ func TestPluginSubprocess(t *testing.T) {
 	if err := second.Terminate(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return len(groupMembers(st.PGID)) == 0 }, "the env group to be gone")
+	wait.Until(t, "the env group to be gone", func() bool { return len(groupMembers(h.PGID)) == 0 })
 	if err := second.Terminate(ctx, sb); !errors.Is(err, sandbox.ErrNotFound) {
 		t.Fatalf("Terminate again over the wire = %v, want ErrNotFound", err)
 	}

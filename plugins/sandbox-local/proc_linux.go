@@ -2,9 +2,15 @@ package local
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
+	"unsafe"
 )
 
 // procStat reads the fields of /proc/<pid>/stat after the command name:
@@ -61,15 +67,29 @@ func groupMembers(pgid int) []int {
 	return pids
 }
 
-// findByVar returns the pid of a process whose environment holds
-// name=value: how a plugin finds an env it started but was killed before
-// recording the pid of.
-func findByVar(name, value string) (int, bool) {
+// procScan says findByIDs can find envs by their environment: a state
+// file need not be written again with the env's pid.
+const procScan = true
+
+// findByIDs scans /proc once for the env processes of the sandboxes ids
+// names (the value of the environment variable name, which every deploy
+// sets): how a plugin finds the pid of an env that another plugin process
+// started, since a state file is written once, before its env starts.
+// Every process of a sandbox carries its id (the env's children, command
+// verifiers), so the env's leader is told apart: it leads its own process
+// group, and started first among those that do (a verifier's group).
+func findByIDs(name string, ids map[string]bool) map[string]int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, false
+		return nil
 	}
-	want := []byte(name + "=" + value + "\x00")
+	key := []byte(name + "=")
+	type candidate struct {
+		pid   int
+		leads bool
+		start uint64
+	}
+	best := map[string]candidate{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -79,9 +99,128 @@ func findByVar(name, value string) (int, bool) {
 		if err != nil {
 			continue
 		}
-		if bytes.HasPrefix(data, want) || bytes.Contains(data, append([]byte{0}, want...)) {
-			return pid, true
+		id, ok := envValue(data, key)
+		if !ok {
+			// An env that wrote over its environment block (a "process
+			// title" library) still writes to its log: the sandbox's.
+			id, ok = logOwner(e.Name())
 		}
+		if !ok || !ids[id] {
+			continue
+		}
+		f, ok := procStat(pid)
+		if !ok || f[0][0] == 'Z' {
+			continue
+		}
+		start, _ := strconv.ParseUint(string(f[19]), 10, 64)
+		c := candidate{pid: pid, leads: string(f[2]) == e.Name(), start: start}
+		if prev, seen := best[id]; seen && (prev.leads && !c.leads || prev.leads == c.leads && prev.start <= c.start) {
+			continue
+		}
+		best[id] = c
 	}
-	return 0, false
+	found := make(map[string]int, len(best))
+	for id, c := range best {
+		found[id] = c.pid
+	}
+	return found
+}
+
+// logOwner returns the sandbox whose env.log the process's stdout is.
+func logOwner(pid string) (string, bool) {
+	target, err := os.Readlink("/proc/" + pid + "/fd/1")
+	if err != nil || filepath.Base(target) != envLog {
+		return "", false
+	}
+	return strings.CutPrefix(filepath.Base(filepath.Dir(target)), rootPrefix)
+}
+
+// envValue returns the value of the variable key ("NAME=") in an
+// environment block (NUL-separated).
+func envValue(block, key []byte) (string, bool) {
+	for len(block) > 0 {
+		entry, rest, _ := bytes.Cut(block, []byte{0})
+		if v, ok := bytes.CutPrefix(entry, key); ok {
+			return string(v), true
+		}
+		block = rest
+	}
+	return "", false
+}
+
+// withPidfd asks cmd's start for a pidfd of the env (os/exec keeps a
+// duplicate of its own), which waitExit waits on.
+func withPidfd(attr *syscall.SysProcAttr) *int {
+	fd := -1
+	attr.PidFD = &fd
+	return &fd
+}
+
+// waitExit reaps the env's leader and returns its exit as cmd.Wait does
+// (nil for a clean one). cmd.Wait holds a thread in waitid(2) for each
+// live env; this waits on the env's pidfd in the runtime's poller instead.
+// Each thread returning from a long wait woke the runtime's sysmon into a
+// spell of 20 µs polls: most of this plugin's CPU per deploy
+// (docs/performance.md). Where the pidfd cannot be polled, cmd.Wait does.
+func waitExit(cmd *exec.Cmd, pidfd int) error {
+	if pidfd < 0 {
+		return cmd.Wait()
+	}
+	if err := syscall.SetNonblock(pidfd, true); err != nil {
+		syscall.Close(pidfd)
+		return cmd.Wait()
+	}
+	f := os.NewFile(uintptr(pidfd), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return cmd.Wait()
+	}
+	var exit error
+	reaped := false
+	err = rc.Read(func(fd uintptr) bool {
+		var info [128]byte // siginfo_t
+		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPidfd, fd, uintptr(unsafe.Pointer(&info[0])),
+			syscall.WEXITED|syscall.WNOHANG, 0, 0)
+		switch {
+		case errno == syscall.EINTR:
+			return false
+		case errno != 0:
+			exit = os.NewSyscallError("waitid", errno)
+			return true
+		}
+		// si_pid, si_status follow si_signo, si_errno, si_code, in a
+		// union aligned as a pointer.
+		off := 12 + (unsafe.Sizeof(uintptr(0)) - 4)
+		if binary.NativeEndian.Uint32(info[off:]) == 0 {
+			return false // not exited yet: wait until the pidfd is readable
+		}
+		reaped = true
+		exit = exitError(int32(binary.NativeEndian.Uint32(info[8:])), int(int32(binary.NativeEndian.Uint32(info[off+8:]))))
+		return true
+	})
+	if !reaped && err != nil { // not pollable after all
+		return cmd.Wait()
+	}
+	_ = cmd.Process.Release() // closes os/exec's pidfd
+	return exit
+}
+
+// pPidfd is waitid's P_PIDFD.
+const pPidfd = 3
+
+// exitError describes a reaped process's exit as os.ProcessState does:
+// nil for exit status 0.
+func exitError(code int32, status int) error {
+	const cldExited, cldDumped = 1, 3
+	switch {
+	case code == cldExited && status == 0:
+		return nil
+	case code == cldExited:
+		return fmt.Errorf("exit status %d", status)
+	case code == cldDumped:
+		return fmt.Errorf("signal: %v (core dumped)", syscall.Signal(status))
+	default:
+		return fmt.Errorf("signal: %v", syscall.Signal(status))
+	}
 }

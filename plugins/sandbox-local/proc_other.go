@@ -2,7 +2,10 @@
 
 package local
 
-import "syscall"
+import (
+	"os/exec"
+	"syscall"
+)
 
 // procStart is unknown without /proc; sandboxes are then told apart by
 // their process group alone.
@@ -17,8 +20,18 @@ func groupMembers(pgid int) []int {
 	return nil
 }
 
-// findByVar cannot look into other processes' environments without /proc.
-func findByVar(string, string) (int, bool) { return 0, false }
+// procScan is false: without /proc no env is found by its environment,
+// so a deploy records its env's pid in a second write of its state file.
+const procScan = false
+
+// findByIDs cannot look into other processes' environments without /proc.
+func findByIDs(string, map[string]bool) map[string]int { return nil }
 
 // procStat is unknown without /proc.
 func procStat(int) ([][]byte, bool) { return nil, false }
+
+// withPidfd gives no pidfd here: waitExit is cmd.Wait.
+func withPidfd(*syscall.SysProcAttr) *int { fd := -1; return &fd }
+
+// waitExit reaps the env's leader: cmd.Wait.
+func waitExit(cmd *exec.Cmd, _ int) error { return cmd.Wait() }

@@ -42,6 +42,11 @@ type proc struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed once the leader is reaped
 	err  error         // cmd.Wait's result; read only after done
+	// pid and start are the env's leader and its start time once it runs
+	// (0 before); guarded by Plugin.mu. The state file holds no pid (it is
+	// written once, before the start), so List and Terminate take it here.
+	pid   int
+	start uint64
 }
 
 func (pr *proc) exited() bool {
@@ -93,9 +98,10 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 		return sandbox.Sandbox{}, false, fmt.Errorf("sandbox-local: env %q: %w", spec.Env, err)
 	}
 	// The temp dir is named after the sandbox and recorded before it is
-	// made, and the record is rewritten before the env starts: a plugin
-	// killed at any point leaves a state file by which the next one finds
-	// the dir, and the env (by its id, in its environment).
+	// made, once: a plugin killed at any point leaves a state file by which
+	// the next one finds the dir, and the env by its id in the env's
+	// environment (findByIDs; the pid is not written back, which was a
+	// second file per deploy).
 	root := filepath.Join(os.TempDir(), rootPrefix+id)
 	work, tmp := filepath.Join(root, "work"), filepath.Join(root, "tmp")
 	logPath := filepath.Join(root, envLog)
@@ -117,7 +123,7 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 		p.forget(st)
 		return sandbox.Sandbox{}, false, fmt.Errorf("sandbox-local: env %q: %w", spec.Env, err)
 	}
-	if err := writeState(cfg.StateDir, st); err != nil {
+	if err := createState(cfg.StateDir, st); err != nil {
 		return abandon(err)
 	}
 	var logf *os.File
@@ -142,17 +148,23 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own group, so teardown reaches whatever the env starts.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pidfd := withPidfd(cmd.SysProcAttr)
 	if err := cmd.Start(); err != nil {
 		return abandon(fmt.Errorf("starting %q (in %s): %w", argv, spec.Dir, err))
 	}
 	pr.cmd = cmd
-	go func() {
-		pr.err = cmd.Wait()
-		close(pr.done)
-	}()
+	// The pid and its start time before the reaper runs: once reaped, the
+	// pid is gone from /proc (and waitExit releases cmd.Process).
 	pid := cmd.Process.Pid
 	st.PID, st.PGID = pid, pid
 	st.ProcStart, _ = procStart(pid)
+	p.mu.Lock()
+	pr.pid, pr.start = pid, st.ProcStart
+	p.mu.Unlock()
+	go func() {
+		pr.err = waitExit(cmd, *pidfd)
+		close(pr.done)
+	}()
 	fail := func(why error) (sandbox.Sandbox, bool, error) {
 		if err := stopGroup(context.Background(), st, pr, time.Duration(cfg.Grace), p.log); err != nil {
 			p.log.Error("stopping a failed env", "id", id, "error", err)
@@ -165,8 +177,10 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 		}
 		return sandbox.Sandbox{}, lost, fmt.Errorf("sandbox-local: env %q (%q): %w", spec.Env, argv, why)
 	}
-	if err := writeState(cfg.StateDir, st); err != nil {
-		return fail(err)
+	if !procScan { // no /proc to find the env by: record its pid
+		if err := writeState(cfg.StateDir, st); err != nil {
+			return fail(err)
+		}
 	}
 	began := time.Now()
 	// MCP is the host's business, not the sandbox's: listening is ready.
@@ -175,6 +189,23 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 	}
 	p.log.Info("deployed", "id", id, "env", spec.Env, "pid", pid, "endpoint", st.Endpoint, "listening_after", time.Since(began).String())
 	return st.sandbox(), false, nil
+}
+
+// removeRoot removes a process sandbox's temp dir. Most envs leave it as
+// the deploy made it (env.log, empty work/ and tmp/), which four calls
+// remove, where os.RemoveAll's walk makes several times as many; anything
+// else in it (ENOTEMPTY) is left to RemoveAll.
+func removeRoot(root string) error {
+	gone := func(err error) bool { return err == nil || errors.Is(err, syscall.ENOENT) }
+	if !gone(syscall.Unlink(filepath.Join(root, envLog))) {
+		return os.RemoveAll(root)
+	}
+	for _, dir := range []string{filepath.Join(root, "work"), filepath.Join(root, "tmp"), root} {
+		if !gone(syscall.Rmdir(dir)) {
+			return os.RemoveAll(root)
+		}
+	}
+	return nil
 }
 
 // watchLogs starts, once per plugin process, the watcher that keeps every

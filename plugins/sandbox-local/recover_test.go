@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
 	"github.com/agentenv/agentenv/sdk/sandbox/hostenv"
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 )
 
 // A plugin killed after starting an env but before recording its pid
@@ -137,5 +139,67 @@ func TestPortsAreBelowTheEphemeralRange(t *testing.T) {
 	}
 	if hi >= start || lo < 1024 || lo > hi {
 		t.Fatalf("port range %d-%d overlaps the ephemeral range from %d", lo, hi, start)
+	}
+}
+
+// A deploy writes its state file once, before the env starts, so the file
+// holds no pid. Another plugin process (as after a restart) finds every
+// such env by its id in the env's environment, in one scan, each with the
+// pid and start time its deploy returned: the env's leader, not the child
+// it started, though both carry the id. It then terminates them by id
+// alone (no handle), and nothing is left. An env that cleared its
+// environment is found by its stdout, its sandbox's log.
+func TestRestartedPluginFindsPidlessEnvs(t *testing.T) {
+	stateDir := t.TempDir()
+	first := newPlugin(t, stateDir, nil)
+	want := map[string]handle{}
+	cleared := testSpec()
+	cleared.Command = []string{"sh", "-c", `exec env -i python3 -c "import socket,time
+s=socket.socket(); s.bind(('127.0.0.1', $AGENTENV_PORT)); s.listen(); time.sleep(60)"`}
+	for _, spec := range []sandbox.Spec{testSpec("TESTENV_CHILD=1"), testSpec("TESTENV_CHILD=1"), testSpec("TESTENV_CHILD=1"), cleared} {
+		sb := deploy(t, first, spec)
+		var h handle
+		if err := json.Unmarshal(sb.State, &h); err != nil || h.PID <= 0 || h.ProcStart == 0 {
+			t.Fatalf("handle %s: %+v, %v", sb.State, h, err)
+		}
+		want[sb.ID] = h
+		if spec.Command[0] != "sh" {
+			wait.Until(t, "the env's child to start", func() bool { return len(groupMembers(h.PGID)) == 2 })
+		}
+		st, err := readState(stateDir, sb.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.PID != 0 || st.Root != h.Root || st.Port != h.Port {
+			t.Fatalf("state file of %s: pid %d, root %q, port %d; want it as written before the start (pid 0, root %q, port %d)",
+				sb.ID, st.PID, st.Root, st.Port, h.Root, h.Port)
+		}
+	}
+
+	second := newPlugin(t, stateDir, nil)
+	got, err := second.List(context.Background(), map[string]string{"agentenv.instance": "test"})
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("restarted plugin's List = %+v, %v; want %d sandboxes", got, err, len(want))
+	}
+	for _, sb := range got {
+		var h handle
+		_ = json.Unmarshal(sb.State, &h)
+		if h != want[sb.ID] {
+			t.Errorf("listed %s as %+v; its deploy returned %+v", sb.ID, h, want[sb.ID])
+		}
+	}
+	for id, h := range want {
+		if err := second.Terminate(context.Background(), sandbox.Sandbox{ID: id}); err != nil {
+			t.Fatalf("Terminate %s by id: %v", id, err)
+		}
+		if members := groupMembers(h.PGID); len(members) > 0 {
+			t.Errorf("%s: env or its child survived: %v", id, members)
+		}
+		if _, err := os.Stat(h.Root); !os.IsNotExist(err) {
+			t.Errorf("%s: temp dir %s kept", id, h.Root)
+		}
+	}
+	if left := stateLeft(stateDir); len(left) != 0 {
+		t.Errorf("state left: %v", left)
 	}
 }

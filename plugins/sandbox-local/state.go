@@ -70,6 +70,38 @@ func writeState(dir string, st *state) error {
 	return nil
 }
 
+// createState writes a new sandbox's state file, once, before its env
+// starts. Its id is new, so the file is created exclusive (0600) and
+// filled by one write, with no temp file and rename: a reader that opens
+// it in between finds it empty and skips it (readStates), as it skips a
+// state not yet written, and no one else reads a sandbox's state before
+// its deploy returns.
+func createState(dir string, st *state) error {
+	data, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	path := statePath(dir, st.ID)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(dir, 0o700); err == nil {
+			f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("state file for %s: %w", st.ID, err)
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("state file for %s: %w", st.ID, err)
+	}
+	return nil
+}
+
 // readState reads one sandbox's state; an unknown id wraps ErrNotFound.
 func readState(dir, id string) (*state, error) {
 	if !validID.MatchString(id) {

@@ -50,7 +50,7 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-func newEvalCmd() *cobra.Command {
+func newEvalCmd(env Env) *cobra.Command {
 	var o evalOptions
 	cmd := &cobra.Command{
 		Use:   "eval URL --model-url URL --model NAME --tokenizer DIR|ORG/NAME",
@@ -84,7 +84,7 @@ See docs/eval.md.`,
 				ctx = context.Background()
 			}
 			ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-			err := runEval(ctx, args[0], o, cmd.Flags().Changed, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			err := runEval(ctx, env, args[0], o, cmd.Flags().Changed, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			stop()
 			var ee *exitError
 			if errors.As(err, &ee) {
@@ -126,8 +126,8 @@ See docs/eval.md.`,
 	return cmd
 }
 
-func runEval(ctx context.Context, url string, o evalOptions, changed func(string) bool, stdout, stderr io.Writer) error {
-	token := os.Getenv(o.tokenVar)
+func runEval(ctx context.Context, env Env, url string, o evalOptions, changed func(string) bool, stdout, stderr io.Writer) error {
+	token := env.Getenv(o.tokenVar)
 	if token == "" && changed("token-var") {
 		return fmt.Errorf("--token-var %s: the variable is empty; export the server's token in it", o.tokenVar)
 	}
@@ -141,7 +141,7 @@ func runEval(ctx context.Context, url string, o evalOptions, changed func(string
 	if changed("sft-min-reward") && o.sftOut == "" {
 		return errors.New("--sft-min-reward goes with --sft-out")
 	}
-	mo := eval.OpenAIOptions{URL: o.modelURL, Model: o.model, APIKey: os.Getenv(o.apiKeyVar), MaxTokens: o.maxTokens,
+	mo := eval.OpenAIOptions{URL: o.modelURL, Model: o.model, APIKey: env.Getenv(o.apiKeyVar), MaxTokens: o.maxTokens,
 		Extra: json.RawMessage(o.extraBody), Timeout: o.modelTimeout, Retries: 2, Concurrency: o.concurrency, MaxAnswerBytes: o.maxAnswerBytes}
 	if changed("temperature") {
 		mo.Temperature = &o.temperature

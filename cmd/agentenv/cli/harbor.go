@@ -20,7 +20,7 @@ import (
 	"github.com/agentenv/agentenv/core/runtime"
 )
 
-func newHarborCmd() *cobra.Command {
+func newHarborCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "harbor",
 		Short: "Work with Harbor datasets (Terminal-Bench, SWE-bench, ... task folders)",
@@ -68,7 +68,7 @@ an error. See docs/harbor.md.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			log := cliLogger(hclog.Warn)
+			log := env.logger(cmd, hclog.Warn)
 			rt, err := runtime.Open(ctx, args[0], runtime.Options{
 				Sandbox: o.sandbox, SandboxConfig: raw, Reward: o.reward, ToolFormat: "hermes",
 				Logger: log, Plugins: pluginHostOptions(log),

@@ -30,7 +30,7 @@ type playOptions struct {
 	wait       time.Duration
 }
 
-func newPlayCmd() *cobra.Command {
+func newPlayCmd(env Env) *cobra.Command {
 	var o playOptions
 	cmd := &cobra.Command{
 		Use:   "play URL (--task ID | --split NAME --index N)",
@@ -54,7 +54,7 @@ URL is the server's base URL (http://127.0.0.1:8200) or its /ws URL.`,
 			// down at once.
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runPlay(ctx, args[0], o, os.Getenv(o.tokenVar), cmd.InOrStdin(), cmd.OutOrStdout())
+			return runPlay(ctx, args[0], o, env.Getenv(o.tokenVar), cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -22,16 +21,6 @@ import (
 // logLevelEnv sets the log level of commands that log (default warn).
 const logLevelEnv = "AGENTENV_LOG_LEVEL"
 
-// cliLogger is the logger of short-lived commands: stderr, level from
-// $AGENTENV_LOG_LEVEL.
-func cliLogger(def hclog.Level) hclog.Logger {
-	level := def
-	if l := hclog.LevelFromString(os.Getenv(logLevelEnv)); l != hclog.NoLevel {
-		level = l
-	}
-	return hclog.New(&hclog.LoggerOptions{Name: "agentenv", Output: os.Stderr, Level: level})
-}
-
 // pluginHostOptions are the plugin host options every command uses: the
 // default search path, the built-ins of this binary (sdk/builtin's
 // registry, the host's default).
@@ -39,7 +28,7 @@ func pluginHostOptions(log hclog.Logger) pluginhost.Options {
 	return pluginhost.Options{Logger: log}
 }
 
-func newPluginsCmd() *cobra.Command {
+func newPluginsCmd(env Env) *cobra.Command {
 	pluginsCmd := &cobra.Command{
 		Use:   "plugins",
 		Short: "List and inspect sandbox, tool-format and reward plugins",
@@ -62,7 +51,7 @@ exits 1 when any plugin failed, after listing them all.`,
 		Example: "  agentenv plugins list\n  agentenv plugins list --json | jq '.[] | select(.status != \"ok\")'",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := pluginhost.New(pluginHostOptions(cliLogger(hclog.Warn)))
+			h, err := pluginhost.New(pluginHostOptions(env.logger(cmd, hclog.Warn)))
 			if err != nil {
 				return err
 			}
@@ -110,7 +99,7 @@ is not found or does not work.`,
 		Example: "  agentenv plugins inspect reward-mean\n  agentenv plugins inspect local --json",
 		Args:    oneArg("the plugin's name", "agentenv plugins inspect reward-mean"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := pluginhost.New(pluginHostOptions(cliLogger(hclog.Warn)))
+			h, err := pluginhost.New(pluginHostOptions(env.logger(cmd, hclog.Warn)))
 			if err != nil {
 				return err
 			}

@@ -20,7 +20,7 @@ import (
 // takes a while).
 const sandboxesTimeout = 10 * time.Minute
 
-func newSandboxesCmd() *cobra.Command {
+func newSandboxesCmd(env Env) *cobra.Command {
 	var name string
 	var cfgValues []string
 	cmd := &cobra.Command{
@@ -46,7 +46,7 @@ and its endpoint.`,
 		Example: "  agentenv sandboxes list\n  agentenv sandboxes list --sandbox-config mode=docker --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withSandbox(cmd.Context(), name, cfgValues, func(ctx context.Context, d sandbox.Driver) error {
+			return withSandbox(cmd.Context(), env.logger(cmd, hclog.Warn), name, cfgValues, func(ctx context.Context, d sandbox.Driver) error {
 				sbs, err := d.List(ctx, nil)
 				if err != nil {
 					return fmt.Errorf("list sandboxes: %w", err)
@@ -77,7 +77,7 @@ agentenv serve does the same at start. It exits 1 if any could not be removed.`,
 		Example: "  agentenv sandboxes reap\n  agentenv sandboxes reap --all",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withSandbox(cmd.Context(), name, cfgValues, func(ctx context.Context, d sandbox.Driver) error {
+			return withSandbox(cmd.Context(), env.logger(cmd, hclog.Warn), name, cfgValues, func(ctx context.Context, d sandbox.Driver) error {
 				reaped, err := runtime.ReapDead(ctx, d, runtime.DefaultServersDir(), "", all)
 				ids := make([]string, 0, len(reaped))
 				total := 0
@@ -102,7 +102,7 @@ agentenv serve does the same at start. It exits 1 if any could not be removed.`,
 
 // withSandbox starts the sandbox plugin, configured as serve would, and
 // runs f with it.
-func withSandbox(ctx context.Context, name string, cfgValues []string, f func(context.Context, sandbox.Driver) error) error {
+func withSandbox(ctx context.Context, log hclog.Logger, name string, cfgValues []string, f func(context.Context, sandbox.Driver) error) error {
 	settings, err := parseSandboxConfig(cfgValues)
 	if err != nil {
 		return err
@@ -111,7 +111,7 @@ func withSandbox(ctx context.Context, name string, cfgValues []string, f func(co
 	if err != nil {
 		return fmt.Errorf("--sandbox-config: %w", err)
 	}
-	h, err := pluginhost.New(pluginHostOptions(cliLogger(hclog.Warn)))
+	h, err := pluginhost.New(pluginHostOptions(log))
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -10,7 +11,6 @@ import (
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/agentenv/agentenv/core/episode"
@@ -21,7 +21,7 @@ import (
 	"github.com/agentenv/agentenv/core/transcript"
 )
 
-func newServeCmd(version string) *cobra.Command {
+func newServeCmd(version string, env Env) *cobra.Command {
 	o := defaultServeOptions()
 	var configFile string
 	var sandboxConfig []string
@@ -58,7 +58,7 @@ Flags override the [serve] table of --config. See docs/serving.md.`,
 			sigs := make(chan os.Signal, 2)
 			signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 			defer signal.Stop(sigs)
-			return runServe(args[0], version, o, sigs)
+			return runServe(args[0], version, o, env, cmd.ErrOrStderr(), sigs)
 		},
 	}
 	f := cmd.Flags()
@@ -68,35 +68,38 @@ Flags override the [serve] table of --config. See docs/serving.md.`,
 	return cmd
 }
 
-func newLogger(o serveOptions) hclog.Logger {
+func newLogger(o serveOptions, stderr io.Writer) hclog.Logger {
 	level := hclog.LevelFromString(o.LogLevel)
 	if level == hclog.NoLevel {
 		level = hclog.Info
 	}
 	color := hclog.ColorOff
-	if !o.LogJSON && isatty.IsTerminal(os.Stderr.Fd()) {
+	if !o.LogJSON && isTerminal(stderr) {
 		color = hclog.AutoColor
 	}
-	return hclog.New(&hclog.LoggerOptions{Name: "agentenv", Level: level, Output: os.Stderr, JSONFormat: o.LogJSON, Color: color})
+	return hclog.New(&hclog.LoggerOptions{Name: "agentenv", Level: level, Output: stderr, JSONFormat: o.LogJSON, Color: color})
 }
 
 // runServe checks o, takes the token out of the environment, listens,
 // and serves until a signal on sigs (serve.Run): the first drains and
 // returns nil, a second exits the process at once.
-func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error {
-	log := newLogger(o)
+func runServe(dir, version string, o serveOptions, env Env, stderr io.Writer, sigs <-chan os.Signal) error {
+	log := newLogger(o, stderr)
 	if o.MaxConcurrentEnvs < 1 {
 		return fmt.Errorf("--max-concurrent-envs must be at least 1, got %d", o.MaxConcurrentEnvs)
 	}
 	if err := o.Limits.check(); err != nil {
 		return err
 	}
+	if o.DeployTimeout <= 0 {
+		return fmt.Errorf("--deploy-timeout must be more than 0, got %s", o.DeployTimeout)
+	}
 	if o.Warm < 0 {
 		return fmt.Errorf("--warm must be 0 or more, got %d", o.Warm)
 	}
 	token := ""
 	if o.TokenVar != "" {
-		token = os.Getenv(o.TokenVar)
+		token = env.Getenv(o.TokenVar)
 		if token == "" {
 			return tokenVarError(o.TokenVar)
 		}
@@ -129,8 +132,11 @@ func runServe(dir, version string, o serveOptions, sigs <-chan os.Signal) error 
 		Runtime: runtime.Options{
 			Sandbox: o.Sandbox, SandboxConfig: sandboxCfg, Reward: o.Reward, ToolFormat: o.ToolFormat,
 			Plugins: pluginhost.Options{ReloadOnSIGHUP: true, IsolateToolFormats: o.IsolateToolFormats},
-			Tune:    func(c *episode.Config) { c.Limits = o.Limits.episodeLimits() },
-			Warm:    o.Warm, WarmLimit: o.MaxConcurrentEnvs,
+			Tune: func(c *episode.Config) {
+				c.Limits = o.Limits.episodeLimits()
+				c.DeployTimeout = o.DeployTimeout
+			},
+			Warm: o.Warm, WarmLimit: o.MaxConcurrentEnvs,
 		},
 		Server: server.Options{
 			Token:             token,

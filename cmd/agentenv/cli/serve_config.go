@@ -17,6 +17,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/pflag"
 
+	"github.com/agentenv/agentenv/core/episode"
 	"github.com/agentenv/agentenv/core/transcript"
 )
 
@@ -32,6 +33,7 @@ type serveOptions struct {
 	TokenVar          string
 	IdleTimeout       time.Duration
 	ShutdownTimeout   time.Duration
+	DeployTimeout     time.Duration
 	LogJSON           bool
 	LogLevel          string
 	Limits            serveLimits
@@ -59,6 +61,7 @@ func defaultServeOptions() serveOptions {
 		MaxConcurrentEnvs: 64,
 		IdleTimeout:       30 * time.Minute,
 		ShutdownTimeout:   serve.DefaultShutdownTimeout,
+		DeployTimeout:     episode.DefaultDeployTimeout,
 		LogLevel:          "info",
 		Limits:            defaultServeLimits(),
 		RecordFileMB:      transcript.DefaultMaxFileBytes >> 20,
@@ -78,6 +81,7 @@ func (o *serveOptions) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.Warm, "warm", o.Warm, "sandboxes per env kept deployed, ready and unused for resets to take (they count against --max-concurrent-envs)")
 	f.StringVar(&o.TokenVar, "token-var", o.TokenVar, "environment variable holding the token every request but /health must carry (empty: no token)")
 	f.DurationVar(&o.IdleTimeout, "idle-timeout", o.IdleTimeout, "close a session and its episode after this long without a reset or step (0: never)")
+	f.DurationVar(&o.DeployTimeout, "deploy-timeout", o.DeployTimeout, "how long one env's deploy may take, from the sandbox's start through its MCP server answering and listing its tools; past it the reset fails DEPLOY_FAILED and nothing is left running. Raise it where the sandbox is slow to start many envs at once (a busy Kubernetes cluster, ECS placement)")
 	f.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "after the first stop signal, how long draining sessions and tearing down live sandboxes may take (what is left then is reaped at the next start)")
 	f.BoolVar(&o.LogJSON, "log-json", o.LogJSON, "log JSON lines instead of text")
 	f.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: trace, debug, info, warn, error")

@@ -42,6 +42,7 @@ addr = "127.0.0.1:9000"
 reward = "mean"
 max_concurrent_envs = 8
 idle_timeout = "90s"
+deploy_timeout = "7m"
 token_var = "TOK"
 log_json = true
 max_reply_errors = 5
@@ -60,6 +61,7 @@ anything = 1
 	}
 	want := defaultServeOptions()
 	want.Addr, want.Reward, want.IdleTimeout, want.TokenVar, want.LogJSON = "127.0.0.1:9000", "mean", 90*time.Second, "TOK", true
+	want.DeployTimeout = 7 * time.Minute
 	want.MaxConcurrentEnvs, want.Limits.MaxReplyErrors = 3, 2 // given as flags: they win
 	want.Limits.MaxCallsPerReply, want.Limits.HTTPIdleTimeout = 9, 5*time.Second
 	if !reflect.DeepEqual(*o, want) {
@@ -69,7 +71,7 @@ anything = 1
 		t.Errorf("sandbox_config: %v", sandboxConfig)
 	}
 	for _, tc := range []struct{ name, body, err string }{
-		{"unknown key", "[serve]\nport = 1\n", `unknown key "port"; the keys are addr, error_detail, http_idle_timeout,`},
+		{"unknown key", "[serve]\nport = 1\n", `unknown key "port"; the keys are addr, deploy_timeout, error_detail, http_idle_timeout,`},
 		{"flag spelling", "[serve]\nmax-connections = 1\n", `unknown key "max-connections"`},
 		{"not a setting", "[serve]\nconfig = \"other.toml\"\n", `unknown key "config"`},
 		{"bad duration", "[serve]\nidle_timeout = \"soon\"\n", `[serve] idle_timeout "soon": want a duration like "30s"`},
@@ -89,7 +91,7 @@ anything = 1
 	}
 	// serve's own --config and --sandbox-config are no keys (sandbox_config
 	// is a table).
-	real := newServeCmd("test").Flags()
+	real := newServeCmd("test", ProcessEnv()).Flags()
 	if _, err := applyServeConfig(write("config.toml", "[serve]\nconfig = \"x.toml\"\n"), real); err == nil ||
 		!strings.Contains(err.Error(), `unknown key "config"`) {
 		t.Errorf("config key: %v", err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"syscall"
 
@@ -27,7 +26,7 @@ type skyrlRowsOptions struct {
 	dataSource      string
 }
 
-func newSkyrlCmd() *cobra.Command {
+func newSkyrlCmd(env Env) *cobra.Command {
 	group := &cobra.Command{
 		Use:   "skyrl",
 		Short: "Train with SkyRL: write its dataset from a served bundle",
@@ -57,7 +56,7 @@ them), before any file is written. See docs/training-skyrl.md.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			return runSkyrlRows(ctx, args[0], args[1], o, cmd.Flags().Changed("token-var"), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runSkyrlRows(ctx, env, args[0], args[1], o, cmd.Flags().Changed("token-var"), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := rows.Flags()
@@ -75,10 +74,10 @@ them), before any file is written. See docs/training-skyrl.md.`,
 	return group
 }
 
-func runSkyrlRows(ctx context.Context, url, outDir string, o skyrlRowsOptions, tokenVarGiven bool, stdout, stderr io.Writer) error {
+func runSkyrlRows(ctx context.Context, env Env, url, outDir string, o skyrlRowsOptions, tokenVarGiven bool, stdout, stderr io.Writer) error {
 	// The token: read from the variable, sent to the server, never
 	// written. A variable named on purpose must hold one.
-	token := os.Getenv(o.tokenVar)
+	token := env.Getenv(o.tokenVar)
 	tokenVar := o.tokenVar
 	if token == "" {
 		if tokenVarGiven {

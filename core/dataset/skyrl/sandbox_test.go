@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 )
 
 // peakRSS is this process's peak resident memory (VmHWM), in bytes.
@@ -186,23 +189,20 @@ func TestTemplateWorkerOutlivesNoHost(t *testing.T) {
 		t.Fatalf("host: %q, %v", line, err)
 	}
 	worker := 0
-	for deadline := time.Now().Add(time.Minute); worker == 0; time.Sleep(10 * time.Millisecond) {
-		worker = childOf(host.Process.Pid)
-		if time.Now().After(deadline) {
-			t.Fatal("no worker under the host")
-		}
-	}
+	wait.Until(t, "a worker under the host", func() bool { worker = childOf(host.Process.Pid); return worker != 0 })
 	host.Process.Kill()
 	host.Wait()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		if err := syscall.Kill(worker, 0); errors.Is(err, syscall.ESRCH) {
-			return
-		}
-		if time.Now().After(deadline) {
+	gone := false
+	t.Cleanup(func() {
+		if !gone {
 			syscall.Kill(worker, syscall.SIGKILL)
-			t.Fatalf("worker %d still runs a minute after its host was killed", worker)
 		}
-	}
+	})
+	wait.Until(t, fmt.Sprintf("worker %d to exit after its host was killed", worker), func() bool {
+		err := syscall.Kill(worker, 0)
+		return errors.Is(err, syscall.ESRCH)
+	})
+	gone = true
 }
 
 // childOf returns a child process of pid, or 0.

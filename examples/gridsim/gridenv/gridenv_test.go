@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentenv/agentenv/examples/gridsim/days"
@@ -304,17 +306,15 @@ func TestSIGTERMExitsCleanly(t *testing.T) {
 	if err := syscall.Kill(p.Pid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if done, err := p.Exited(); done {
-			if err != nil {
-				t.Fatalf("env exited with %v after SIGTERM; stderr:\n%s", err, p.Stderr())
-			}
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	var exitErr error
+	wait.Until(t, "the env to exit after SIGTERM", func() bool {
+		done, err := p.Exited()
+		exitErr = err
+		return done
+	})
+	if exitErr != nil {
+		t.Fatalf("env exited with %v after SIGTERM; stderr:\n%s", exitErr, p.Stderr())
 	}
-	t.Fatal("env still running 60 s after SIGTERM")
 }
 
 // With a reset tool named (agentenv names it for a bundle with reuse =

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
+
 	"github.com/agentenv/agentenv/sdk/sdktest"
 )
 
@@ -96,16 +98,15 @@ func (l *logBuffer) String() string {
 // waitOutput waits until re matches out, and returns its submatches.
 func waitOutput(t testing.TB, out *logBuffer, re *regexp.Regexp, within time.Duration, what string) []string {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		if m := re.FindStringSubmatch(out.String()); m != nil {
-			return m
+	var m []string
+	wait.For(t, what, func() error {
+		text := out.String()
+		if m = re.FindStringSubmatch(text); m == nil {
+			return fmt.Errorf("not in the output:\n%s", text)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after %v; output:\n%s", what, within, out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	}, wait.Timeout(within))
+	return m
 }
 
 // process is a started command whose output is collected.

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 )
 
 // The day/eval-001 schedule of examples/gridsim/README.md, and its grade.
@@ -55,10 +57,7 @@ func TestServeGridSimThroughHotSwap(t *testing.T) {
 	// The host stops the old plugin by killing its process group: wait
 	// until the group is gone, so the sandbox has been through it.
 	pgid, _ := strconv.Atoi(oldPID)
-	deadline := time.Now().Add(60 * time.Second)
-	for syscall.Kill(-pgid, 0) == nil && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Until(t, fmt.Sprintf("process group %d to be gone", pgid), func() bool { return syscall.Kill(-pgid, 0) != nil })
 	if got := keepers(stateDir); len(got) != 1 || got[0] != live[0] {
 		t.Fatalf("the episode's sandbox did not outlive the old plugin: keepers %v, want %v", got, live)
 	}
@@ -70,13 +69,12 @@ func TestServeGridSimThroughHotSwap(t *testing.T) {
 	waitOutput(t, play.out, regexp.MustCompile(regexp.QuoteMeta(wantGrade)), time.Second, "the graded reward")
 	// The engine tears the env down in the background, through the new
 	// plugin process and the handle the old one returned.
-	deadline = time.Now().Add(30 * time.Second)
-	for len(keepers(stateDir)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if left := keepers(stateDir); len(left) > 0 {
-		t.Fatalf("sandbox still running after the episode: %v\n%s", left, serve.out)
-	}
+	wait.For(t, "the sandbox to stop after the episode", func() error {
+		if left := keepers(stateDir); len(left) > 0 {
+			return fmt.Errorf("still running: %v\n%s", left, serve.out)
+		}
+		return nil
+	})
 	waitOutput(t, serve.out, regexp.MustCompile(`sandbox-bwrap: terminated: .*`), 5*time.Second, "the new plugin's terminate")
 
 	if err := syscall.Kill(serve.cmd.Process.Pid, syscall.SIGTERM); err != nil {

@@ -3,11 +3,14 @@ package standin
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 )
 
 // call posts one ECS operation as the SDK does and decodes the reply.
@@ -98,12 +101,13 @@ func TestTaskLifecycle(t *testing.T) {
 		}
 		return out["tasks"].([]any)[0].(map[string]any)
 	}
-	for deadline := time.Now().Add(60 * time.Second); !seen["RUNNING"]; time.Sleep(5 * time.Millisecond) {
-		seen[describe("")["lastStatus"].(string)] = true
-		if time.Now().After(deadline) {
-			t.Fatalf("not RUNNING: saw %v", seen)
+	// Often enough to see PENDING on the way.
+	wait.For(t, "the task to be RUNNING", func() error {
+		if seen[describe("")["lastStatus"].(string)] = true; !seen["RUNNING"] {
+			return fmt.Errorf("saw %v", seen)
 		}
-	}
+		return nil
+	}, wait.Every(5*time.Millisecond))
 	if !seen["PENDING"] {
 		t.Errorf("never PENDING on the way to RUNNING: %v", seen)
 	}
@@ -129,11 +133,7 @@ func TestTaskLifecycle(t *testing.T) {
 	if _, out := call(t, srv.URL, "StopTask", `{"task":"`+arn[strings.LastIndex(arn, "/")+1:]+`","reason":"done here"}`); out["task"].(map[string]any)["desiredStatus"] != "STOPPED" {
 		t.Fatalf("StopTask: %v", out)
 	}
-	for deadline := time.Now().Add(60 * time.Second); describe("")["lastStatus"] != "STOPPED"; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("not STOPPED")
-		}
-	}
+	wait.Until(t, "the task to be STOPPED", func() bool { return describe("")["lastStatus"] == "STOPPED" })
 	if d := describe(""); d["stoppedReason"] != "done here" || d["stopCode"] != "UserInitiated" {
 		t.Errorf("stopped task: %v", d)
 	}
