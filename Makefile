@@ -26,7 +26,7 @@ TEST_P ?=
 
 test: ## go test -race over every module of the workspace (TEST_P=n: packages at once)
 	@rm -f $(SKIPS); rc=0; \
-	AGENTENV_TEST_SKIPS=$(SKIPS) $(GO) test -race -count=1 -timeout 30m $(if $(TEST_P),-p $(TEST_P)) $(PKGS) || rc=$$?; \
+	AGENTENV_TEST_SKIPS=$(SKIPS) $(GO) test -race -count=1 -timeout 45m $(if $(TEST_P),-p $(TEST_P)) $(PKGS) || rc=$$?; \
 	if [ -s $(SKIPS) ]; then \
 	  echo; echo "SKIPPED: $$(wc -l <$(SKIPS)) tests need parts this machine lacks (README: What the tests need):"; \
 	  sort $(SKIPS); \
