@@ -7,15 +7,22 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/agentenv/agentenv/client"
+	"github.com/agentenv/agentenv/examples/gridsim/gridenv"
 	"github.com/agentenv/agentenv/internal/k8scluster"
 	"github.com/agentenv/agentenv/sdk/sdktest"
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 )
 
 // requireNodes skips (fails under CI=true) unless the cluster has at least
@@ -139,4 +146,117 @@ func TestK8sInClusterTwoNodes(t *testing.T) {
 			t.Errorf("server pod %s owns none of the env pods (%v): the Service sent it no episode", s.Name, owners)
 		}
 	}
+}
+
+// A node drained mid-run, as kubectl drain does it (cordon, then the
+// Eviction API for each pod on it): the episodes whose env pods were on
+// it fail at their next step, fast and with a cause that names the
+// eviction and the cordoned node (the sandbox's Explain, from the pod's
+// last state: it is gone by then), not a call timeout; the others play on
+// and score 1; the trainer's replay of each failed day lands on the other
+// node and scores 1; SIGTERM leaves no pod nor policy.
+func TestServeOnK8sNodeDrained(t *testing.T) {
+	k8scluster.RequireCapability(t, k8scluster.CapNodes)
+	c, ns := k8sGridsim(t)
+	requireNodes(t, c, 2)
+	addr := freeAddr(t)
+	sv := startServe(t, gridsimBundle, addr, "", nil, "--sandbox", "k8s", "--sandbox-config", k8sConfig(t, c, ns, nil),
+		"--reward", "mean")
+
+	// Six live episodes, spread over both nodes (spread_over's default).
+	const live = 6
+	type episode struct {
+		sess *client.Session
+		task string
+	}
+	eps := make([]episode, live)
+	for i := range eps {
+		eps[i].sess, eps[i].task = openEpisode(t, addr, "", i)
+	}
+	pods, _ := k8sObjects(t, c, ns)
+	if len(pods) != live {
+		t.Fatalf("%d env pods for %d live episodes", len(pods), live)
+	}
+	byNode := map[string][]string{}
+	for _, p := range pods {
+		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p.Name)
+	}
+	drained := ""
+	for node, names := range byNode {
+		if drained == "" || len(names) > len(byNode[drained]) {
+			drained = node
+		}
+	}
+	if len(byNode) < 2 {
+		t.Logf("env pods all on %s (spread is soft): the replays check the other node", drained)
+	}
+	evicted := byNode[drained]
+	t.Logf("env pods by node: %v; draining %s", byNode, drained)
+
+	// kubectl drain, limited to this test's pods: cordon, then evict.
+	c.Cordon(t, drained)
+	ctx := ctxFor(t, 5*time.Minute)
+	for _, name := range evicted {
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+		if err := c.Client.PolicyV1().Evictions(ns).Evict(ctx, ev); err != nil {
+			t.Fatalf("evicting %s: %v", name, err)
+		}
+	}
+	wait.For(t, fmt.Sprintf("the %d evicted pods on %s to be gone", len(evicted), drained), func() error {
+		for _, name := range evicted {
+			_, err := c.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err == nil {
+				return fmt.Errorf("pod %s still there", name)
+			}
+			if !apierrors.IsNotFound(err) {
+				t.Fatal(err)
+			}
+		}
+		return nil
+	}, wait.Timeout(2*time.Minute))
+
+	// Each episode plays on: those on the drained node fail at their
+	// first call, naming why; the rest score 1.
+	var failed []int
+	for i, ep := range eps {
+		_, _, err := sessionCaller{ep.sess}.Call(ctx, gridenv.ToolPrices, map[string]any{})
+		if err == nil {
+			if err := scoreOptimal(ctx, ep.sess, ep.task); err != nil {
+				t.Errorf("day %d, its pod not evicted: %v", i, err)
+			}
+			continue
+		}
+		failed = append(failed, i)
+		msg := err.Error()
+		t.Logf("day %d, its pod evicted from %s: %s", i, drained, msg)
+		for _, want := range []string{"got no answer: the env's address is unreachable", "the sandbox says: its pod " + ns + "/", "(node " + drained + ")",
+			"evicted", "EvictionByEvictionAPI", "node " + drained + " is cordoned"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("day %d's step failed without %q:\n%s", i, want, msg)
+			}
+		}
+		if strings.Contains(msg, "did not answer in time") {
+			t.Errorf("day %d failed at a deadline, not at once: %s", i, msg)
+		}
+	}
+	if len(failed) != len(evicted) {
+		t.Fatalf("%d episodes failed for %d evicted pods (%v)", len(failed), len(evicted), failed)
+	}
+
+	// The trainer's replays: the same days again, their envs on the other
+	// node, scored.
+	for _, i := range failed {
+		sess, task := openEpisode(t, addr, "", i)
+		pods, _ := k8sObjects(t, c, ns)
+		for _, p := range pods {
+			if p.Spec.NodeName == drained {
+				t.Errorf("replay of day %d: pod %s placed on the cordoned node %s", i, p.Name, drained)
+			}
+		}
+		finishOptimal(t, sess, task)
+	}
+	if code := sv.signalAndWait(t, syscall.SIGTERM, time.Minute); code != 0 {
+		t.Fatalf("exit %d after SIGTERM:\n%s", code, sv.log)
+	}
+	waitK8sGone(t, c, ns, time.Minute)
 }

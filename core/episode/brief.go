@@ -109,6 +109,9 @@ func transportCause(err error) string {
 		return "the env refused the connection (it has stopped)"
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "the env closed the connection (it crashed or was stopped)"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		// A pod or task whose network went with it (evicted, its node gone).
+		return "the env's address is unreachable (its sandbox is gone or cut off)"
 	}
 	return "the call failed"
 }
