@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // lookupFrom runs `probe lookup names...` in a pod on node until every name
@@ -46,19 +45,7 @@ func TestClusterDNS(t *testing.T) {
 	ns := c.Namespace(t, "k8scluster-dns")
 	ctx := context.Background()
 	n1, n2 := c.Info.Nodes[0], c.Info.Nodes[1]
-	backend := onNode(probePod("backend", "serve"), n2.Name)
-	backend.Labels = map[string]string{"app": "backend"}
-	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, backend, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	svc, err := c.Client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "backend"},
-		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "backend"},
-			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := backendService(t, c, ns, n2.Name, corev1.ServiceTypeClusterIP)
 	api, err := c.Client.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

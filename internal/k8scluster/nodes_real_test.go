@@ -36,6 +36,28 @@ func dialFrom(t *testing.T, c *Cluster, ns, name, node, addr string) {
 	waitPod(t, c, ns, name, 2*time.Minute, "Succeeded (connected to "+addr+")", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
 }
 
+// backendService starts pod "backend" (probe serve, port 8080) on node and
+// a Service "backend" of type typ over it (port 80), and returns the
+// Service as created; the pod may not be Running yet.
+func backendService(t *testing.T, c *Cluster, ns, node string, typ corev1.ServiceType) *corev1.Service {
+	t.Helper()
+	ctx := context.Background()
+	backend := onNode(probePod("backend", "serve"), node)
+	backend.Labels = map[string]string{"app": "backend"}
+	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, backend, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := c.Client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "backend"},
+		Spec: corev1.ServiceSpec{Type: typ, Selector: map[string]string{"app": "backend"},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
 // httpOK waits until url answers "ok" from the host; the deadline is a guard
 // for kube-proxy's first sync.
 func httpOK(t *testing.T, url string) {
@@ -92,21 +114,8 @@ func TestClusterServices(t *testing.T) {
 	c := RequireCapability(t, CapNodes, CapServices)
 	probe(t, c)
 	ns := c.Namespace(t, "k8scluster-svc")
-	ctx := context.Background()
 	n1, n2 := c.Info.Nodes[0], c.Info.Nodes[1]
-	backend := onNode(probePod("backend", "serve"), n2.Name)
-	backend.Labels = map[string]string{"app": "backend"}
-	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, backend, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	svc, err := c.Client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "backend"},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "backend"},
-			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := backendService(t, c, ns, n2.Name, corev1.ServiceTypeNodePort)
 	if !netip.MustParsePrefix(c.Info.ServiceCIDR).Contains(netip.MustParseAddr(svc.Spec.ClusterIP)) {
 		t.Errorf("ClusterIP %s outside service_cidr %s", svc.Spec.ClusterIP, c.Info.ServiceCIDR)
 	}
