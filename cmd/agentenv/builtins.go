@@ -11,9 +11,9 @@ package main
 // lists or serves built-ins (`plugins list`, `plugins inspect`,
 // `plugin-serve`, the plugin host) reads sdk/builtin's registry; a plugin
 // left out is still named in "not built into this binary" errors, from
-// builtin.FirstParties. Adding a first-party plugin (docs/plugins.md):
-// a builtin.Register call in its package, a line in sdk/builtin's
-// first-party list, and one file here, e.g. builtins_ecs.go:
+// core/firstparty's list. Adding a first-party plugin (docs/plugins.md):
+// a builtin.Register call in its package, a line in core/firstparty's
+// list, and one file here, e.g. builtins_ecs.go:
 //
 //	//go:build !no_ecs
 //

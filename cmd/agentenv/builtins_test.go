@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/core/firstparty"
 	"github.com/agentenv/agentenv/core/pluginhost"
 	"github.com/agentenv/agentenv/sdk/builtin"
 )
@@ -26,8 +27,8 @@ import (
 // the not-built-in error says to build it from.
 func TestBuiltinsMatchFirstParty(t *testing.T) {
 	var want []string
-	files := map[string]builtin.FirstParty{} // file -> plugin it must link
-	for _, f := range builtin.FirstParties() {
+	files := map[string]firstparty.Plugin{} // file -> plugin it must link
+	for _, f := range firstparty.All() {
 		want = append(want, f.ID())
 		files["builtins_"+f.Name+".go"] = f
 		if _, err := os.Stat(filepath.Join("../..", f.SourceDir(), "main.go")); err != nil {
@@ -48,7 +49,7 @@ func TestBuiltinsMatchFirstParty(t *testing.T) {
 		}
 		f, ok := files[name]
 		if !ok {
-			t.Errorf("%s links a plugin sdk/builtin's first-party list does not have", name)
+			t.Errorf("%s links a plugin core/firstparty's list does not have", name)
 			continue
 		}
 		delete(files, name)

@@ -27,8 +27,8 @@ import (
 
 	"github.com/agentenv/agentenv/client"
 	"github.com/agentenv/agentenv/core/dataset/skyrl"
+	"github.com/agentenv/agentenv/core/firstparty"
 	"github.com/agentenv/agentenv/sdk"
-	"github.com/agentenv/agentenv/sdk/builtin"
 )
 
 // Options say what to evaluate and how.
@@ -173,7 +173,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	// The plugin host's resolution of names (qwen3coder is qwen3_coder), so
 	// the results and --resume name a format one way.
-	o.ToolFormat = builtin.CanonicalName(sdk.KindToolFormat, o.ToolFormat)
+	o.ToolFormat = firstparty.CanonicalName(sdk.KindToolFormat, o.ToolFormat)
 	cat, err := skyrl.NewHTTPCatalog(o.Server, o.Token)
 	if err != nil {
 		return nil, err

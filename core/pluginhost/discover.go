@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentenv/agentenv/core/firstparty"
 	"github.com/agentenv/agentenv/sdk"
-	"github.com/agentenv/agentenv/sdk/builtin"
 )
 
 // BinaryPrefix starts the file name of every plugin binary:
@@ -63,7 +63,7 @@ func ParseID(id string) (sdk.Kind, string, bool) {
 // CanonicalName (qwen3coder and qwen3-coder are toolformat qwen3_coder).
 // Every name the host reads, from a caller or from a binary's file name,
 // goes through it.
-func CanonicalName(kind sdk.Kind, name string) string { return builtin.CanonicalName(kind, name) }
+func CanonicalName(kind sdk.Kind, name string) string { return firstparty.CanonicalName(kind, name) }
 
 // DefaultSearchPath is the folders searched for plugin binaries, in order:
 // $AGENTENV_PLUGIN_PATH, ~/.agentenv/plugins, then the folder holding

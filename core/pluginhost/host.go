@@ -22,6 +22,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/agentenv/agentenv/core/firstparty"
 	"github.com/agentenv/agentenv/sdk"
 	"github.com/agentenv/agentenv/sdk/builtin"
 	"github.com/agentenv/agentenv/sdk/reward"
@@ -174,6 +175,12 @@ func New(opts Options) (*Host, error) {
 		kind, name, ok := ParseID(id)
 		if !ok {
 			return nil, fmt.Errorf("plugin host: built-in plugin %q is not a <kind>-<name> id", id)
+		}
+		// Users' names resolve to the canonical one, so a plugin linked
+		// under an alias would never be reached.
+		if f, ok := firstparty.AliasOf(kind, name); ok {
+			return nil, fmt.Errorf("plugin host: built-in plugin %s is registered under %q, another name of %s; register it as %q",
+				id, name, f.ID(), f.Name)
 		}
 		h.builtins = append(h.builtins, string(kind)+"-"+CanonicalName(kind, name))
 	}

@@ -350,3 +350,37 @@ func TestLargeCallThroughHost(t *testing.T) {
 		t.Fatalf("Combine of %d scores (about 8 MiB): %v", len(scores), err)
 	}
 }
+
+// A built-in linked under another name of a first-party plugin would never
+// be reached (users' names resolve to the canonical one): the host refuses
+// to start, naming the name to register; a bad id is refused too.
+func TestNewRefusesBuiltinIDs(t *testing.T) {
+	for _, tc := range []struct {
+		id   string
+		want []string
+	}{
+		{"toolformat-qwen3coder", []string{`built-in plugin toolformat-qwen3coder is registered under "qwen3coder", another name of toolformat-qwen3_coder`, `register it as "qwen3_coder"`}},
+		{"toolformat-qwen3-coder", []string{`another name of toolformat-qwen3_coder`}},
+		{"nokind", []string{`built-in plugin "nokind" is not a <kind>-<name> id`}},
+	} {
+		_, err := New(Options{SelfExe: "/nonexistent/agentenv", SearchPath: []string{}, Builtins: []string{tc.id}, CachePath: "-"})
+		if err == nil {
+			t.Errorf("New with built-in %s: no error", tc.id)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("New with built-in %s: %v; want %q", tc.id, err, w)
+			}
+		}
+	}
+	// The canonical name and a plugin of another kind under that spelling are fine.
+	for _, id := range []string{"toolformat-qwen3_coder", "reward-qwen3coder"} {
+		h, err := New(Options{SelfExe: "/nonexistent/agentenv", SearchPath: []string{}, Builtins: []string{id}, CachePath: "-"})
+		if err != nil {
+			t.Errorf("New with built-in %s: %v", id, err)
+			continue
+		}
+		h.Close()
+	}
+}

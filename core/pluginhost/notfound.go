@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentenv/agentenv/core/firstparty"
 	"github.com/agentenv/agentenv/sdk"
-	"github.com/agentenv/agentenv/sdk/builtin"
 )
 
 // NotFoundError says a plugin was not found, and what there is instead. It
@@ -25,7 +25,7 @@ type NotFoundError struct {
 	Suggestion string
 	// NotBuiltIn is set when Name is a first-party plugin this binary was
 	// built without (-tags no_<name>).
-	NotBuiltIn *builtin.FirstParty
+	NotBuiltIn *firstparty.Plugin
 }
 
 func (e *NotFoundError) Unwrap() error { return ErrNotFound }
@@ -107,15 +107,15 @@ func (h *Host) notFoundAnyKind(name string, cands []candidate) *NotFoundError {
 // Omitted lists the first-party plugins this host can run neither built
 // in nor from a binary on the search path: the ones its binary was built
 // without.
-func (h *Host) Omitted() []builtin.FirstParty { return omitted(h.discover()) }
+func (h *Host) Omitted() []firstparty.Plugin { return omitted(h.discover()) }
 
-func omitted(cands []candidate) []builtin.FirstParty {
+func omitted(cands []candidate) []firstparty.Plugin {
 	have := map[string]bool{}
 	for _, c := range cands {
 		have[c.id()] = true
 	}
-	var out []builtin.FirstParty
-	for _, f := range builtin.FirstParties() {
+	var out []firstparty.Plugin
+	for _, f := range firstparty.All() {
 		if !have[f.ID()] {
 			out = append(out, f)
 		}
@@ -125,7 +125,7 @@ func omitted(cands []candidate) []builtin.FirstParty {
 
 // withAliases is name and the aliases the first-party list gives it.
 func withAliases(kind sdk.Kind, name string) []string {
-	for _, f := range builtin.FirstParties() {
+	for _, f := range firstparty.All() {
 		if f.Kind == kind && f.Name == name {
 			return append([]string{name}, f.Aliases...)
 		}

@@ -1,5 +1,6 @@
 // Package builtin is the registry of the plugins compiled into an agentenv
-// binary, and the list of every first-party plugin, linked or not.
+// binary. (The list of every first-party plugin, linked or not, is the
+// host's: core/firstparty.)
 //
 // A first-party plugin package declares itself once, in an init function
 // of its own package:
@@ -22,7 +23,6 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/agentenv/agentenv/sdk"
@@ -63,10 +63,11 @@ var (
 
 // Register adds p to the plugins this binary serves. Call it from an init
 // function of the plugin's package. A second plugin of the same kind and
-// name, an invalid kind or name, a nil Serve, or a first-party plugin
-// registered under one of its aliases is a programming error: Register
-// panics, naming both registrations, so the binary never starts with two
-// plugins behind one name.
+// name, an invalid kind or name, or a nil Serve is a programming error:
+// Register panics, naming both registrations, so the binary never starts
+// with two plugins behind one name. (A plugin registered under another
+// name of a first-party one, toolformat qwen3coder, is refused by the
+// plugin host when it starts.)
 func Register(p Plugin) {
 	_, file, line, _ := runtime.Caller(1)
 	at := fmt.Sprintf("%s:%d", file, line)
@@ -91,11 +92,6 @@ func check(p Plugin) error {
 	}
 	if p.Serve == nil {
 		return fmt.Errorf("plugin %s: Serve is nil", p.ID())
-	}
-	for _, f := range firstParty {
-		if f.Kind == p.Kind && slices.Contains(f.Aliases, p.Name) {
-			return fmt.Errorf("plugin %s: %q is an alias of %s; register the canonical name %q", p.ID(), p.Name, f.ID(), f.Name)
-		}
 	}
 	return nil
 }
@@ -133,52 +129,4 @@ func Lookup(id string) (Plugin, bool) {
 	defer mu.Unlock()
 	r, ok := plugins[id]
 	return r.Plugin, ok
-}
-
-// FirstParty is a plugin agentenv's own repository provides, whether or not
-// this binary links it.
-type FirstParty struct {
-	Kind sdk.Kind
-	Name string // canonical
-	// Aliases are other spellings users may write for Name; the plugin host
-	// resolves them to Name (and only the host does).
-	Aliases []string
-	// Tag is the build tag that leaves the plugin out of agentenv.
-	Tag string
-	// Package is the plugin's Go package, the one cmd/agentenv blank-imports.
-	Package string
-}
-
-// ID is the plugin's full name, <kind>-<name>.
-func (f FirstParty) ID() string { return string(f.Kind) + "-" + f.Name }
-
-// Command is the package of the plugin's standalone binary,
-// <Package>/cmd/agentenv-<kind>-<name>.
-func (f FirstParty) Command() string { return f.Package + "/cmd/agentenv-" + f.ID() }
-
-// SourceDir is Command as a path inside agentenv's source tree.
-func (f FirstParty) SourceDir() string {
-	return "./" + strings.TrimPrefix(f.Command(), modulePrefix)
-}
-
-// CanonicalName is the one resolution of plugin names: the canonical name
-// of the kind's first-party plugin that name is an alias of (qwen3coder and
-// qwen3-coder are toolformat qwen3_coder), or name itself.
-func CanonicalName(kind sdk.Kind, name string) string {
-	for _, f := range firstParty {
-		if f.Kind == kind && slices.Contains(f.Aliases, name) {
-			return f.Name
-		}
-	}
-	return name
-}
-
-// FirstParties lists every first-party plugin, sorted by kind and name.
-func FirstParties() []FirstParty {
-	out := make([]FirstParty, len(firstParty))
-	for i, f := range firstParty {
-		f.Aliases = slices.Clone(f.Aliases)
-		out[i] = f
-	}
-	return out
 }

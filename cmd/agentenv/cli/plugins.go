@@ -14,8 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/agentenv/agentenv/core/firstparty"
 	"github.com/agentenv/agentenv/core/pluginhost"
-	"github.com/agentenv/agentenv/sdk/builtin"
 )
 
 // logLevelEnv sets the log level of commands that log (default warn).
@@ -135,7 +135,7 @@ func writeJSON(w io.Writer, v any) error {
 
 // writeTable prints plugins one per line, like `caddy list-modules`, then
 // the first-party plugins the binary was built without.
-func writeTable(w io.Writer, entries []pluginhost.Entry, omitted []builtin.FirstParty) error {
+func writeTable(w io.Writer, entries []pluginhost.Entry, omitted []firstparty.Plugin) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tVERSION\tSOURCE\tSHA256\tSTATUS")
 	failed := 0

@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/agentenv/agentenv/core/firstparty"
 	"github.com/agentenv/agentenv/sdk"
-	"github.com/agentenv/agentenv/sdk/builtin"
 )
 
 // Counter counts the tokens of a rendered prompt as the model's tokenizer
@@ -130,7 +130,7 @@ func (o *Options) check() error {
 // host resolves them.
 func toolFormatAliases() []string {
 	var out []string
-	for _, f := range builtin.FirstParties() {
+	for _, f := range firstparty.All() {
 		if f.Kind == sdk.KindToolFormat && slices.Contains(ToolFormats, f.Name) {
 			out = append(out, f.Aliases...)
 		}
@@ -151,7 +151,7 @@ type task struct {
 // counted before any file is written; a refusal writes nothing.
 func Write(ctx context.Context, cat Catalog, tmpl *ChatTemplate, counter Counter, outDir string, o Options) (*Result, error) {
 	// The plugin host's resolution of names: qwen3coder is qwen3_coder.
-	o.ToolFormat = builtin.CanonicalName(sdk.KindToolFormat, o.ToolFormat)
+	o.ToolFormat = firstparty.CanonicalName(sdk.KindToolFormat, o.ToolFormat)
 	if err := o.check(); err != nil {
 		return nil, err
 	}
