@@ -1,11 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/agentenv/agentenv/cmd/agentenv/cli"
 	"github.com/agentenv/agentenv/core/bundle"
@@ -33,20 +35,90 @@ func docFiles(t *testing.T) map[string]string {
 	return out
 }
 
-// Every relative link of the docs leads to a file of the tree.
+// Every relative link of the docs leads to a file of the tree, and a link
+// to a heading of a page (page.md#anchor, or #anchor on the same page) to a
+// heading that page has, as GitHub makes its anchors: a link to a heading
+// renamed since lands at the top of a long page.
 func TestDocsLinksResolve(t *testing.T) {
-	link := regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
-	for path, text := range docFiles(t) {
+	link := regexp.MustCompile(`\]\(([^)#\s]*)(#[^)\s]*)?\)`)
+	docs := docFiles(t)
+	anchors := map[string]map[string]bool{} // cleaned path -> its anchors
+	anchorsOf := func(path string) map[string]bool {
+		path = filepath.Clean(path)
+		if a, ok := anchors[path]; ok {
+			return a
+		}
+		text, ok := docs[path]
+		if !ok {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return nil
+			}
+			text = string(b)
+		}
+		anchors[path] = headingAnchors(text)
+		return anchors[path]
+	}
+	for path, text := range docs {
 		for _, m := range link.FindAllStringSubmatch(text, -1) {
-			target := m[1]
-			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+			target, frag := m[1], strings.TrimPrefix(m[2], "#")
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") || target == "" && frag == "" {
 				continue
 			}
-			if _, err := os.Stat(filepath.Join(filepath.Dir(path), target)); err != nil {
-				t.Errorf("%s links to %s, which does not exist", path, target)
+			file := path
+			if target != "" {
+				file = filepath.Join(filepath.Dir(path), target)
+				if _, err := os.Stat(file); err != nil {
+					t.Errorf("%s links to %s, which does not exist", path, target)
+					continue
+				}
+			}
+			if frag == "" || !strings.HasSuffix(file, ".md") {
+				continue
+			}
+			if !anchorsOf(file)[frag] {
+				t.Errorf("%s links to %s#%s, a heading %s does not have", path, target, frag, filepath.Base(file))
 			}
 		}
 	}
+}
+
+// headingAnchors are the anchors GitHub gives a Markdown page's headings:
+// the heading's text lower-cased, with everything but letters, digits,
+// spaces, '-' and '_' dropped and spaces made '-'; a repeated one gets
+// -1, -2, ... Headings inside fenced code blocks are not headings.
+func headingAnchors(text string) map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]int{}
+	fenced := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+			continue
+		}
+		h := strings.TrimLeft(line, "#")
+		if fenced || h == line || len(line)-len(h) > 6 || !strings.HasPrefix(h, " ") {
+			continue
+		}
+		var b strings.Builder
+		for _, r := range strings.ToLower(strings.TrimSpace(h)) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		a := b.String()
+		if n := seen[a]; n > 0 {
+			seen[a]++
+			a = fmt.Sprintf("%s-%d", a, n)
+		} else {
+			seen[a] = 1
+		}
+		out[a] = true
+	}
+	return out
 }
 
 // The docs may say a SkyRL piece is missing (the README's "Not built
@@ -151,10 +223,11 @@ func TestReadmeNamesEveryCommand(t *testing.T) {
 	}
 }
 
-// No table of the docs is cut by a blank line: markdown ends the table
-// there and shows the rows after it as a paragraph of pipes (serving.md's
-// flag table lost --max-queued-messages so). A table after a blank line
-// starts with its header and separator row.
+// No table of the docs is cut by a blank line or a paragraph: markdown
+// ends the table there and shows the rows after it as a paragraph of pipes
+// (serving.md's flag table lost --max-queued-messages so, ecs.md's
+// settings eight rows). Every table starts with its header and separator
+// row.
 func TestDocsTablesUnbroken(t *testing.T) {
 	sep := regexp.MustCompile(`^\|\s*:?-{3,}`)
 	for path, text := range docFiles(t) {
@@ -164,11 +237,14 @@ func TestDocsTablesUnbroken(t *testing.T) {
 			if strings.HasPrefix(strings.TrimSpace(l), "```") {
 				fence = !fence
 			}
-			if fence || i < 2 || !strings.HasPrefix(l, "|") || strings.TrimSpace(lines[i-1]) != "" || !strings.HasPrefix(lines[i-2], "|") {
+			// A row that starts a table must be its header: a separator
+			// line follows. One that does not was cut off from the table
+			// above (by a blank line, a paragraph) and renders as text.
+			if fence || !strings.HasPrefix(l, "|") || i > 0 && strings.HasPrefix(lines[i-1], "|") {
 				continue
 			}
 			if i+1 >= len(lines) || !sep.MatchString(lines[i+1]) {
-				t.Errorf("%s:%d: a table row cut off from the table above by a blank line: %.80s", path, i+1, l)
+				t.Errorf("%s:%d: a table row with no header (cut off from the table above by a blank line or a paragraph?): %.80s", path, i+1, l)
 			}
 		}
 	}
