@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -183,10 +184,17 @@ func TestRunSecondSignalAbandons(t *testing.T) {
 	srv := start(t, testBundle(t, "[env]\nTESTENV_IGNORE_TERM = \"1\"\n"))
 	reset(t, srv.url)
 	t.Cleanup(func() {
-		// The teardown was abandoned: kill what it left (a restart's reap
-		// would).
+		// The teardown was abandoned: kill what it left and remove its
+		// sandboxes' temp dirs, as a restart's reap would (the state dir
+		// that would lead one there is the test's own, gone with it).
 		for _, pid := range testenvbuild.Procs(testenvBin) {
+			work, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)) // <root>/work
 			syscall.Kill(pid, syscall.SIGKILL)
+			if root := filepath.Dir(work); strings.HasPrefix(filepath.Base(root), "agentenv-local-") {
+				if err := os.RemoveAll(root); err != nil {
+					t.Errorf("removing the abandoned env's temp dir: %v", err)
+				}
+			}
 		}
 	})
 	srv.stop <- syscall.SIGTERM
