@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/agentenv/agentenv/internal/k8scluster"
+	"github.com/agentenv/agentenv/internal/servetest"
 )
 
 // BenchmarkK8sRegistryPull is deploy-to-ready (create → Running → its
@@ -26,7 +27,11 @@ func BenchmarkK8sRegistryPull(b *testing.B) {
 	c := k8scluster.RequireCapability(b, k8scluster.CapRegistry, k8scluster.CapNodes)
 	ns := c.Namespace(b, "bench-registry")
 	dir := b.TempDir()
-	if err := buildGridsimEnv(filepath.Join(dir, "gridsim-env")); err != nil {
+	env, err := os.ReadFile(servetest.Build(b, servetest.GridsimEnv, ""))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "gridsim-env"), env, 0o755); err != nil {
 		b.Fatal(err)
 	}
 	node := c.Info.Nodes[0]

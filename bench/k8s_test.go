@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/agentenv/agentenv/client"
 	"github.com/agentenv/agentenv/internal/k8scluster"
+	"github.com/agentenv/agentenv/internal/servetest"
 	k8s "github.com/agentenv/agentenv/plugins/sandbox-k8s"
 	"github.com/agentenv/agentenv/sdk/sandbox"
 	"github.com/agentenv/agentenv/sdk/sdktest"
@@ -44,36 +44,16 @@ var (
 func k8sBench(b *testing.B) (*k8scluster.Cluster, string) {
 	b.Helper()
 	c := k8scluster.Require(b)
+	bin := servetest.Build(b, servetest.GridsimEnv, "")
 	k8sImageOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "agentenv-bench-k8s")
-		if err != nil {
-			k8sImageErr = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		bin := filepath.Join(dir, "gridsim-env")
-		if k8sImageErr = buildGridsimEnv(bin); k8sImageErr != nil {
-			return
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		k8sImageErr = c.ImportImage(ctx, bin, k8sGridsimImage, "/gridsim-env", "--host", "0.0.0.0")
+		k8sImageErr = c.ImportImage(ctx, bin, k8sGridsimImage, "/"+filepath.Base(bin), "--host", "0.0.0.0")
 	})
 	if k8sImageErr != nil {
 		b.Fatal(k8sImageErr)
 	}
 	return c, c.Namespace(b, "bench-k8s")
-}
-
-// buildGridsimEnv builds GridSim's env as a static binary at bin.
-func buildGridsimEnv(bin string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
-	cmd.Dir = filepath.Join(gridsimDir, "envs", "gridsim")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return nil
 }
 
 // k8sSettings is the plugin's configuration for the benchmarks.

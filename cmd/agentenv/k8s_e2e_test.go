@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/agentenv/agentenv/internal/k8scluster"
+	"github.com/agentenv/agentenv/internal/servetest"
 )
 
 var (
@@ -41,24 +42,11 @@ var (
 func k8sGridsim(t *testing.T) (*k8scluster.Cluster, string) {
 	t.Helper()
 	c := k8scluster.Require(t)
+	bin := servetest.Build(t, servetest.GridsimEnv, "")
 	gridsimK8sOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "agentenv-gridsim-k8s")
-		if err != nil {
-			gridsimK8sErr = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		bin := filepath.Join(dir, "gridsim-env")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
-		cmd.Dir = filepath.Join(gridsimBundle, "envs", "gridsim")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			gridsimK8sErr = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		gridsimK8sErr = c.ImportImage(ctx, bin, gridsimImage, "/gridsim-env", "--host", "0.0.0.0")
+		gridsimK8sErr = c.ImportImage(ctx, bin, gridsimImage, "/"+filepath.Base(bin), "--host", "0.0.0.0")
 	})
 	if gridsimK8sErr != nil {
 		t.Fatalf("GridSim's image: %v", gridsimK8sErr)

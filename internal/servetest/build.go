@@ -36,6 +36,13 @@ type build struct {
 // Terminal is the command Harbor tasks' containers run (injected).
 const Terminal = "github.com/agentenv/agentenv/cmd/agentenv-terminal"
 
+// GridsimEnv is GridSim's env command, which its FROM-scratch images run.
+const GridsimEnv = "github.com/agentenv/agentenv/examples/gridsim/envs/gridsim"
+
+// static are the commands built static (CGO_ENABLED=0): they run in
+// images that have no libc.
+var static = map[string]bool{Terminal: true, GridsimEnv: true}
+
 // TerminalBinary builds agentenv-terminal static (CGO_ENABLED=0, as the
 // containers it is injected into need) once per run and returns its path:
 // serve finds it through AGENTENV_TERMINAL_BINARY.
@@ -46,7 +53,8 @@ func Binary(t testing.TB) string { return Build(t, Agentenv, "") }
 
 // Build builds the main package pkg of this module (an import path) with
 // the build tags given (comma-separated; "" for none), once per run for
-// each pkg and tags, and returns the binary's path. Main removes the
+// each pkg and tags, and returns the binary's path (named after pkg's last
+// element). Terminal and GridsimEnv are built static. Main removes the
 // builds at the end of the run.
 func Build(t testing.TB, pkg, tags string) string {
 	t.Helper()
@@ -74,7 +82,7 @@ func Build(t testing.TB, pkg, tags string) string {
 		}
 		cmd := exec.Command("go", append(args, pkg)...)
 		cmd.Dir = ModuleRoot()
-		if pkg == Terminal {
+		if static[pkg] {
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		}
 		if out, err := cmd.CombinedOutput(); err != nil {
