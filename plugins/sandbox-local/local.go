@@ -169,6 +169,9 @@ type Plugin struct {
 	modes  map[string]string // the mode each env runs in, decided once
 	// terminal is the terminal binary findTerminal found, once it did.
 	terminal string
+	// listening learns how long each env command takes to listen, so a
+	// deploy's readiness probes start near then.
+	listening hostenv.ListenTimes
 }
 
 var _ sandbox.Plugin = (*Plugin)(nil)

@@ -152,6 +152,7 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 	if err := cmd.Start(); err != nil {
 		return abandon(fmt.Errorf("starting %q (in %s): %w", argv, spec.Dir, err))
 	}
+	began := time.Now()
 	pr.cmd = cmd
 	// The pid and its start time before the reaper runs: once reaped, the
 	// pid is gone from /proc (and waitExit releases cmd.Process).
@@ -182,11 +183,13 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 			return fail(err)
 		}
 	}
-	began := time.Now()
 	// MCP is the host's business, not the sandbox's: listening is ready.
-	if err := hostenv.WaitReady(ctx, port, pr.done, func() error { return pr.err }, hostenv.DialProbe(port)); err != nil {
+	// The first probe comes near when this command listened before.
+	expect := p.listening.Expect(argv[0])
+	if err := hostenv.WaitReadyExpecting(ctx, port, expect, pr.done, func() error { return pr.err }, hostenv.DialProbe(port)); err != nil {
 		return fail(err)
 	}
+	p.listening.Observe(argv[0], time.Since(began))
 	p.log.Info("deployed", "id", id, "env", spec.Env, "pid", pid, "endpoint", st.Endpoint, "listening_after", time.Since(began).String())
 	return st.sandbox(), false, nil
 }

@@ -6,22 +6,28 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 )
 
 // portTries bounds how many random ports Alloc tries.
 const portTries = 200
 
 // Ports hands out loopback ports for sandboxes and reserves each in Dir, a
-// folder of one file per port, named after the port and holding its
-// owner's (the sandbox's) id. Every plugin process given the same Dir sees
+// folder of one entry per port, named after the port and naming its
+// owner (the sandbox's id). Every plugin process given the same Dir sees
 // the others' reservations, so none hands out a port another holds; two
 // plugins may share a Dir only when each one's Held recognises the other's
 // owners.
+//
+// A reservation is a symbolic link whose target is the owner's id: made
+// and read in one system call each, and never half written. It is never
+// followed. A regular file holding the id (what earlier versions wrote) is
+// read as well.
 type Ports struct {
 	// Dir is the reservation folder, made (0700) on first use.
 	Dir string
@@ -42,8 +48,12 @@ func HeldWhileExists(path func(owner string) string) func(owner string) bool {
 	}
 }
 
-// Path is the reservation file of port.
+// Path is the reservation of port.
 func (p Ports) Path(port int) string { return filepath.Join(p.Dir, strconv.Itoa(port)) }
+
+// Owner is the id that holds port's reservation ("" with an error when
+// there is none).
+func (p Ports) Owner(port int) (string, error) { return readOwner(p.Path(port)) }
 
 // Alloc picks a free loopback port for owner and reserves it. It picks
 // below the kernel's ephemeral range (PortRange): an outgoing connection's
@@ -55,11 +65,9 @@ func (p Ports) Alloc(owner string) (int, error) {
 		var b [4]byte
 		_, _ = rand.Read(b[:])
 		port := lo + int(binary.LittleEndian.Uint32(b[:])%uint32(hi-lo+1))
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
+		if !bindable(port) {
 			continue // in use
 		}
-		ln.Close()
 		if p.Reserve(port, owner) {
 			return port, nil
 		}
@@ -67,27 +75,35 @@ func (p Ports) Alloc(owner string) (int, error) {
 	return 0, fmt.Errorf("finding a free port in %d-%d: every port tried is in use", lo, hi)
 }
 
-// Reserve takes port for owner, taking over a stale reservation. It is
-// false when another live owner holds the port or the folder is unusable.
+// Reserve takes port for owner (an id: not empty, no slash), taking over
+// a stale reservation. It is false when another live owner holds the port
+// or the folder is unusable.
 func (p Ports) Reserve(port int, owner string) bool {
-	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
+	if owner == "" || strings.ContainsRune(owner, '/') {
 		return false
 	}
 	path := p.Path(port)
-	for range 2 {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	for try := range 3 {
+		err := os.Symlink(owner, path)
 		if err == nil {
-			_, werr := f.WriteString(owner)
-			return errors.Join(werr, f.Close()) == nil
+			return true
+		}
+		if errors.Is(err, fs.ErrNotExist) && try == 0 {
+			// The folder's first use: made here rather than checked
+			// before every reservation.
+			if os.MkdirAll(p.Dir, 0o700) != nil {
+				return false
+			}
+			continue
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			return false
 		}
-		held, err := os.ReadFile(path)
+		held, err := readOwner(path)
 		if err != nil {
 			return false
 		}
-		if p.Held != nil && p.Held(strings.TrimSpace(string(held))) {
+		if p.Held != nil && p.Held(held) {
 			return false // a live sandbox holds it
 		}
 		_ = os.Remove(path) // stale: its sandbox is gone
@@ -98,20 +114,45 @@ func (p Ports) Reserve(port int, owner string) bool {
 // Release drops owner's reservation of port; another owner's is kept.
 func (p Ports) Release(port int, owner string) {
 	path := p.Path(port)
-	if held, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(held)) == owner {
+	if held, err := readOwner(path); err == nil && held == owner {
 		_ = os.Remove(path)
 	}
 }
 
+// readOwner reads a reservation: a link's target, or a regular file's
+// content as earlier versions wrote it.
+func readOwner(path string) (string, error) {
+	owner, err := os.Readlink(path)
+	if errors.Is(err, syscall.EINVAL) { // not a link
+		var data []byte
+		data, err = os.ReadFile(path)
+		owner = string(data)
+	}
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(owner), nil
+}
+
 // PortRange is where ports are picked: the 12768 ports below the kernel's
 // ephemeral range (/proc/sys/net/ipv4/ip_local_port_range), or 20000-32767
-// where that cannot be read or leaves too little room.
+// where that cannot be read or leaves too little room. It is read once a
+// process: a deploy does not pay for reading /proc.
 func PortRange() (lo, hi int) {
-	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 20000, 32767
-	}
-	return portRangeBelow(string(data))
+	portRange.once.Do(func() {
+		data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+		if err != nil {
+			portRange.lo, portRange.hi = 20000, 32767
+			return
+		}
+		portRange.lo, portRange.hi = portRangeBelow(string(data))
+	})
+	return portRange.lo, portRange.hi
+}
+
+var portRange struct {
+	once   sync.Once
+	lo, hi int
 }
 
 // portRangeBelow is PortRange for the contents of ip_local_port_range.

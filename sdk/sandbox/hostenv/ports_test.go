@@ -1,6 +1,7 @@
 package hostenv
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,19 +49,24 @@ func TestPortsReserve(t *testing.T) {
 	held := func(owner string) bool { return live[owner] }
 	for _, tc := range []struct {
 		name     string
-		existing string // the reservation file's content before; "-" for none
+		existing string // the reservation before; "-" for none
+		file     bool   // existing is a regular file (earlier versions' form), not a link
 		held     func(string) bool
 		owner    string
 		want     bool
-		after    string // the file's content after
+		after    string // the reservation's owner after
 	}{
-		{"free", "-", held, "a", true, "a"},
-		{"held by a live owner", "b", held, "a", false, "b"},
-		{"held by self is not taken twice", "a", held, "a", false, "a"},
-		{"stale owner taken over", "gone", held, "a", true, "a"},
-		{"stale owner with whitespace", "gone\n", held, "a", true, "a"},
-		{"empty file is stale", "", held, "a", true, "a"},
-		{"no Held: every reservation is stale", "b", nil, "a", true, "a"},
+		{"free", "-", false, held, "a", true, "a"},
+		{"held by a live owner", "b", false, held, "a", false, "b"},
+		{"held by self is not taken twice", "a", false, held, "a", false, "a"},
+		{"stale owner taken over", "gone", false, held, "a", true, "a"},
+		{"no Held: every reservation is stale", "b", false, nil, "a", true, "a"},
+		{"empty owner refused", "-", false, held, "", false, ""},
+		{"owner with a slash refused", "-", false, held, "../x", false, ""},
+		{"file held by a live owner", "b", true, held, "a", false, "b"},
+		{"file with a stale owner taken over", "gone", true, held, "a", true, "a"},
+		{"file with whitespace", "gone\n", true, held, "a", true, "a"},
+		{"empty file is stale", "", true, held, "a", true, "a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := Ports{Dir: filepath.Join(t.TempDir(), "ports"), Held: tc.held}
@@ -68,16 +74,22 @@ func TestPortsReserve(t *testing.T) {
 				if err := os.MkdirAll(p.Dir, 0o700); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(p.Path(30000), []byte(tc.existing), 0o600); err != nil {
+				write := func() error { return os.Symlink(tc.existing, p.Path(30000)) }
+				if tc.file {
+					write = func() error { return os.WriteFile(p.Path(30000), []byte(tc.existing), 0o600) }
+				}
+				if err := write(); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if got := p.Reserve(30000, tc.owner); got != tc.want {
 				t.Fatalf("Reserve = %v, want %v", got, tc.want)
 			}
-			data, err := os.ReadFile(p.Path(30000))
-			if err != nil || string(data) != tc.after {
-				t.Fatalf("reservation holds %q (%v), want %q", data, err, tc.after)
+			if got, err := p.Owner(30000); got != tc.after || (err != nil) != (tc.after == "") {
+				t.Fatalf("reservation held by %q (%v), want %q", got, err, tc.after)
+			}
+			if tc.after == "" {
+				return
 			}
 			info, err := os.Stat(p.Dir)
 			if err != nil || info.Mode().Perm() != 0o700 {
@@ -111,7 +123,7 @@ func TestPortsRelease(t *testing.T) {
 				t.Fatal("Reserve failed")
 			}
 			p.Release(30001, tc.releaser)
-			_, err := os.Stat(p.Path(30001))
+			_, err := os.Lstat(p.Path(30001))
 			if kept := err == nil; kept != tc.kept {
 				t.Fatalf("reservation kept = %v, want %v", kept, tc.kept)
 			}
@@ -137,10 +149,44 @@ func TestPortsAlloc(t *testing.T) {
 			t.Fatalf("port %d handed out twice", port)
 		}
 		seen[port] = true
-		data, err := os.ReadFile(p.Path(port))
-		if err != nil || string(data) != owner {
-			t.Fatalf("reservation of %d holds %q (%v), want %q", port, data, err, owner)
+		if got, err := p.Owner(port); err != nil || got != owner {
+			t.Fatalf("reservation of %d held by %q (%v), want %q", port, got, err, owner)
 		}
+	}
+}
+
+// TestPortsAllocSkipsPortsInUse: a port some socket listens on is never
+// handed out, with or without a reservation.
+func TestPortsAllocSkipsPortsInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	taken := ln.Addr().(*net.TCPAddr).Port
+	if bindable(taken) {
+		t.Fatalf("port %d, listened on, counts as bindable", taken)
+	}
+	ln.Close()
+	if !bindable(taken) {
+		t.Fatalf("port %d, closed, counts as taken", taken)
+	}
+}
+
+// TestPortsReleaseReadsFiles: a reservation an earlier version wrote as a
+// file is released by its owner.
+func TestPortsReleaseReadsFiles(t *testing.T) {
+	p := Ports{Dir: t.TempDir()}
+	if err := os.WriteFile(p.Path(30003), []byte("a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.Release(30003, "b")
+	if _, err := os.Lstat(p.Path(30003)); err != nil {
+		t.Fatalf("another owner's file reservation removed: %v", err)
+	}
+	p.Release(30003, "a")
+	if _, err := os.Lstat(p.Path(30003)); err == nil {
+		t.Fatal("the owner's file reservation kept")
 	}
 }
 

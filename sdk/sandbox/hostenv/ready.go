@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -17,34 +18,89 @@ import (
 // were a seventh of the process sandbox's CPU per deploy. port only names
 // the port in errors.
 func WaitReady(ctx context.Context, port int, done <-chan struct{}, exitErr func() error, probe func(context.Context) error) error {
+	return WaitReadyExpecting(ctx, port, 0, done, exitErr, probe)
+}
+
+// WaitReadyExpecting is WaitReady for an env expected to listen about
+// expect after it started (ListenTimes learns it): the first probe comes
+// at three fifths of expect and the next ones every eighth of it (at
+// least 200 µs, at most 20 ms), so a deploy probes four or five times
+// rather than ten to fifteen, and sees the env ready at most an eighth of
+// expect late. An exit is still seen at once. expect 0 is WaitReady.
+func WaitReadyExpecting(ctx context.Context, port int, expect time.Duration, done <-chan struct{}, exitErr func() error, probe func(context.Context) error) error {
 	began := time.Now()
-	wait := 200 * time.Microsecond
-	timer := time.NewTimer(0)
+	first, step := time.Duration(0), 200*time.Microsecond
+	if expect > 0 {
+		first = expect * 3 / 5
+		step = min(max(expect/8, 200*time.Microsecond), 20*time.Millisecond)
+	}
+	timer := time.NewTimer(first)
 	defer timer.Stop()
-	<-timer.C
+	var last error
 	for {
 		select {
+		case <-ctx.Done():
+			if last == nil {
+				return fmt.Errorf("not listening on port %d: %w", port, ctx.Err())
+			}
+			return fmt.Errorf("not listening on port %d: %w (last error: %v)", port, ctx.Err(), last)
+		case <-done:
+			return fmt.Errorf("exited before listening on port %d: %v", port, exitText(exitErr()))
+		case <-timer.C:
+		}
+		select { // an exit that came with the timer wins
 		case <-done:
 			return fmt.Errorf("exited before listening on port %d: %v", port, exitText(exitErr()))
 		default:
 		}
-		err := probe(ctx)
-		if err == nil {
+		if last = probe(ctx); last == nil {
 			return nil
 		}
-		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not listening on port %d: %w (last error: %v)", port, ctx.Err(), err)
-		case <-done:
-		case <-timer.C:
+		timer.Reset(step)
+		took := time.Since(began)
+		if expect > 0 && took < 2*expect {
+			continue // as expected: keep the step
 		}
-		if time.Since(began) < slowStart {
-			wait = min(wait*2, 5*time.Millisecond)
-		} else {
-			wait = min(wait*2, 20*time.Millisecond)
+		limit := 5 * time.Millisecond
+		if took >= slowStart {
+			limit = 20 * time.Millisecond
 		}
+		step = min(step*2, max(limit, step))
 	}
+}
+
+// ListenTimes learns how long each command takes to listen after it is
+// started: a moving average per key (the command), for
+// WaitReadyExpecting. Safe for concurrent use; the zero value is ready.
+type ListenTimes struct {
+	mu  sync.Mutex
+	avg map[string]time.Duration
+}
+
+// maxListenKeys bounds what ListenTimes keeps: a plugin serving more
+// commands than that starts learning again.
+const maxListenKeys = 1024
+
+// Expect is key's average time to listen, 0 before any was observed.
+func (l *ListenTimes) Expect(key string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.avg[key]
+}
+
+// Observe records that key took took to listen: the average moves an
+// eighth of the way to it, so one slow start (a loaded moment) does not
+// delay the next deploys' first probe much.
+func (l *ListenTimes) Observe(key string, took time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	prev, ok := l.avg[key]
+	if ok {
+		took = prev + (took-prev)/8
+	} else if l.avg == nil || len(l.avg) >= maxListenKeys {
+		l.avg = map[string]time.Duration{}
+	}
+	l.avg[key] = max(took, time.Microsecond)
 }
 
 // DialProbe is a WaitReady probe that connects to port on loopback (for at

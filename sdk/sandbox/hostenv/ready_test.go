@@ -5,9 +5,11 @@ import (
 	"errors"
 	"net"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -90,5 +92,84 @@ func TestDialProbe(t *testing.T) {
 	}
 	if done, err := connectOnce(port); runtime.GOOS == "linux" && (!done || !errors.Is(err, syscall.ECONNREFUSED)) {
 		t.Fatalf("connectOnce of a closed port = %v, %v; want settled, connection refused", done, err)
+	}
+}
+
+// TestWaitReadyExpectingProbesLess: with the time to listen expected, an
+// env listening at that time is found in a few probes, at most an eighth
+// of it late; without, the doubling from 200 µs probes twice as often. An
+// exit is seen at once either way. (testing/synctest: the clock is the
+// bubble's, so the counts are exact and take no wall time.)
+func TestWaitReadyExpectingProbesLess(t *testing.T) {
+	const listensAt = 40 * time.Millisecond
+	for _, tc := range []struct {
+		name      string
+		expect    time.Duration
+		exitAt    time.Duration // the process exits then; 0 never
+		maxCalls  int
+		minCalls  int
+		latest    time.Duration // ready seen by then
+		wantError string
+	}{
+		{name: "no expectation", expect: 0, minCalls: 10, maxCalls: 20, latest: listensAt + 5*time.Millisecond},
+		{name: "expected", expect: listensAt, minCalls: 1, maxCalls: 5, latest: listensAt + listensAt/8},
+		{name: "expected late", expect: 4 * listensAt, minCalls: 1, maxCalls: 1, latest: 4 * listensAt * 3 / 5},
+		{name: "expected early", expect: listensAt / 4, minCalls: 5, maxCalls: 20, latest: listensAt + 5*time.Millisecond},
+		{name: "exits before the first probe", expect: listensAt, exitAt: 2 * time.Millisecond, maxCalls: 0,
+			latest: 2 * time.Millisecond, wantError: "exited before listening on port 31000: exit status 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				began := time.Now()
+				done := make(chan struct{})
+				if tc.exitAt > 0 {
+					time.AfterFunc(tc.exitAt, func() { close(done) })
+				}
+				calls := 0
+				probe := func(context.Context) error {
+					calls++
+					if time.Since(began) >= listensAt {
+						return nil
+					}
+					return syscall.ECONNREFUSED
+				}
+				err := WaitReadyExpecting(t.Context(), 31000, tc.expect, done, func() error { return errors.New("exit status 3") }, probe)
+				took := time.Since(began)
+				switch {
+				case tc.wantError == "" && err != nil:
+					t.Fatal(err)
+				case tc.wantError != "" && (err == nil || err.Error() != tc.wantError):
+					t.Fatalf("error %v, want %q", err, tc.wantError)
+				case calls < tc.minCalls || calls > tc.maxCalls:
+					t.Fatalf("probed %d times, want %d to %d", calls, tc.minCalls, tc.maxCalls)
+				case took > tc.latest:
+					t.Fatalf("returned after %v, want by %v", took, tc.latest)
+				}
+			})
+		})
+	}
+}
+
+func TestListenTimes(t *testing.T) {
+	var l ListenTimes
+	if got := l.Expect("env"); got != 0 {
+		t.Fatalf("Expect before any start = %v, want 0", got)
+	}
+	l.Observe("env", 40*time.Millisecond)
+	if got := l.Expect("env"); got != 40*time.Millisecond {
+		t.Fatalf("Expect after one start = %v, want 40ms", got)
+	}
+	l.Observe("env", 120*time.Millisecond) // one slow start moves it an eighth of the way
+	if got := l.Expect("env"); got != 50*time.Millisecond {
+		t.Fatalf("Expect after a slow start = %v, want 50ms", got)
+	}
+	if got := l.Expect("other"); got != 0 {
+		t.Fatalf("another command's Expect = %v, want 0", got)
+	}
+	for i := range maxListenKeys {
+		l.Observe(strconv.Itoa(i), time.Millisecond)
+	}
+	if n := len(l.avg); n > maxListenKeys {
+		t.Fatalf("keeps %d commands, want at most %d", n, maxListenKeys)
 	}
 }
