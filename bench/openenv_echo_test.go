@@ -117,7 +117,7 @@ func serveOpenEnvEcho(b *testing.B, env map[string]string, extra ...string) *pro
 	cmd := exec.Command(env["PYTHON"], "-m", "uvicorn", "server.app:app", "--host", host, "--port", port,
 		"--ws", "websockets", "--log-level", "warning")
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), "PYTHONPATH="+env["PYTHONPATH"]), extra...)
+	cmd.Env = pythonEnv(env, extra)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	return startCmd(b, addr, cmd)
 }

@@ -76,9 +76,17 @@ func serveOpenEnv(b *testing.B, env map[string]string, extra ...string) *process
 		b.Fatal(err)
 	}
 	cmd := exec.Command(env["PYTHON"], "openenv/echo_env.py", "--port", port)
-	cmd.Env = append(append(os.Environ(), "PYTHONPATH="+env["PYTHONPATH"]), extra...)
+	cmd.Env = pythonEnv(env, extra)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	return startCmd(b, addr, cmd)
+}
+
+// pythonEnv is the environment OpenEnv's servers run in: this process's,
+// setup.sh's PYTHONPATH, and extra. Python's DeprecationWarnings are off:
+// Debian's uvicorn imports websockets' legacy server, which warns at every
+// start, and the benchmark's output is no place to act on it.
+func pythonEnv(env map[string]string, extra []string) []string {
+	return append(append(os.Environ(), "PYTHONPATH="+env["PYTHONPATH"], "PYTHONWARNINGS=ignore::DeprecationWarning"), extra...)
 }
 
 // wsRoundTrip opens a raw WebSocket on url and returns one round trip of

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/internal/servetest"
 	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,11 +42,7 @@ func binary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "agentenv-terminal")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", binPath, ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		buildErr = servetest.BuildStatic("", ".", binPath, "-ldflags=-s -w")
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)

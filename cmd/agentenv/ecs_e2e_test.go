@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/internal/servetest"
 	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 
 	"github.com/agentenv/agentenv/client"
@@ -30,7 +31,9 @@ func ecsStandin(t *testing.T) (*standintest.Server, string) {
 	d := standintest.Docker(t)
 	env := filepath.Join(gridsimBundle, "envs", "gridsim")
 	ctxDir := t.TempDir()
-	standintest.BuildStatic(t, env, filepath.Join(ctxDir, "bin", "gridsim-env"))
+	if err := servetest.BuildStatic(env, ".", filepath.Join(ctxDir, "bin", "gridsim-env")); err != nil {
+		t.Fatal(err)
+	}
 	df, err := os.ReadFile(filepath.Join(env, "Dockerfile"))
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/agentenv/agentenv/internal/servetest"
 )
 
 // These tests run against the real cluster (Require): they check what the
@@ -51,12 +53,7 @@ func probe(t *testing.T, c *Cluster) {
 			return
 		}
 		probeBuild.bin = filepath.Join(dir, "probe")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", probeBuild.bin, ".")
-		cmd.Dir = filepath.Join("testdata", "probe")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			probeBuild.err = fmt.Errorf("build the probe: %v: %s", err, out)
-		}
+		probeBuild.err = servetest.BuildStatic(filepath.Join("testdata", "probe"), ".", probeBuild.bin)
 	})
 	if probeBuild.err != nil {
 		t.Fatal(probeBuild.err)

@@ -3,7 +3,8 @@
 // bundle with it on a free loopback port, waits until /health answers,
 // and at the test's end stops it and checks that no env process it
 // started is left. The suites of cmd/agentenv, examples/gridsim,
-// examples/inbox and bench share it.
+// examples/inbox and bench share it; BuildStatic also builds the static
+// test binaries of the Docker, ECS and Kubernetes tests' images.
 package servetest
 
 import (
@@ -80,14 +81,7 @@ func Build(t testing.TB, pkg, tags string) string {
 		if tags != "" {
 			args = append(args, "-tags", tags)
 		}
-		cmd := exec.Command("go", append(args, pkg)...)
-		cmd.Dir = ModuleRoot()
-		if static[pkg] {
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, out)
-		}
+		b.err = goBuild(ModuleRoot(), static[pkg], append(args, pkg)...)
 	})
 	if b.err != nil {
 		t.Fatal(b.err)
@@ -134,4 +128,31 @@ func Main(m *testing.M) int {
 		}
 	}()
 	return m.Run()
+}
+
+// BuildStatic runs `go build -trimpath [flags] -o out pkg` in dir ("" for
+// the test's own folder) with CGO_ENABLED=0: a static binary, for an image
+// FROM scratch or a container without libc. The error carries the
+// compiler's output. Unlike Build it builds every time it is called:
+// callers that build once per run hold it in their own sync.Once.
+func BuildStatic(dir, pkg, out string, flags ...string) error {
+	args := append([]string{"build", "-trimpath"}, flags...)
+	return goBuild(dir, true, append(args, "-o", out, pkg)...)
+}
+
+// goBuild runs the go command with args in dir, static or not.
+func goBuild(dir string, static bool, args ...string) error {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	if static {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		where := ""
+		if dir != "" {
+			where = " (in " + dir + ")"
+		}
+		return fmt.Errorf("go %s%s: %v\n%s", strings.Join(args, " "), where, err, out)
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/agentenv/agentenv/internal/servetest"
 	"github.com/agentenv/agentenv/plugins/sandbox-ecs/standin"
 	"github.com/agentenv/agentenv/plugins/sandbox-ecs/standin/standintest"
 	"github.com/agentenv/agentenv/sdk/sandbox"
@@ -66,8 +67,11 @@ func buildListener(t *testing.T, d *standin.Docker) string {
 	t.Helper()
 	listenerOnce.Do(func() {
 		dir := t.TempDir()
-		standintest.BuildStatic(t, "testdata/listener", filepath.Join(dir, "bin", "listener"))
-		df, err := os.ReadFile("testdata/listener/Dockerfile")
+		err := servetest.BuildStatic("testdata/listener", ".", filepath.Join(dir, "bin", "listener"))
+		var df []byte
+		if err == nil {
+			df, err = os.ReadFile("testdata/listener/Dockerfile")
+		}
 		if err == nil {
 			err = os.WriteFile(filepath.Join(dir, "Dockerfile"), df, 0o644)
 		}

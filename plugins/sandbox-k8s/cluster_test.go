@@ -8,9 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/agentenv/agentenv/internal/k8scluster"
+	"github.com/agentenv/agentenv/internal/servetest"
 	"github.com/agentenv/agentenv/sdk/sandbox"
 	"github.com/agentenv/agentenv/sdk/sdktest"
 )
@@ -64,13 +63,7 @@ func listener(t *testing.T, c *k8scluster.Cluster) string {
 
 // buildListener builds testdata/listener as a static binary at bin.
 func buildListener(bin string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
-	cmd.Dir = "testdata/listener"
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return nil
+	return servetest.BuildStatic("testdata/listener", ".", bin)
 }
 
 // clusterConfig is a configuration for namespace ns of the test cluster

@@ -10,13 +10,13 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/internal/servetest"
 	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -50,10 +50,7 @@ func terminalBin(t *testing.T) (real, standIn string) {
 			return
 		}
 		for out, src := range map[string]string{"agentenv-terminal": "../../cmd/agentenv-terminal", "terminalenv": "./testdata/terminalenv"} {
-			build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(terminalDir, out), src)
-			build.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if msg, err := build.CombinedOutput(); err != nil {
-				terminalErr = fmt.Errorf("building %s: %v\n%s", src, err, msg)
+			if terminalErr = servetest.BuildStatic("", src, filepath.Join(terminalDir, out)); terminalErr != nil {
 				return
 			}
 		}

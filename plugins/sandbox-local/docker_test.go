@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/internal/servetest"
 	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 
 	"github.com/hashicorp/go-hclog"
@@ -48,10 +48,7 @@ func dockerContext(t *testing.T) string {
 		if dockerCtxErr != nil {
 			return
 		}
-		build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dockerCtxDir, "dockerenv"), "./testdata/dockerenv")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			dockerCtxErr = fmt.Errorf("building dockerenv: %v\n%s", err, out)
+		if dockerCtxErr = servetest.BuildStatic("", "./testdata/dockerenv", filepath.Join(dockerCtxDir, "dockerenv")); dockerCtxErr != nil {
 			return
 		}
 		dockerCtxErr = os.WriteFile(filepath.Join(dockerCtxDir, "Dockerfile"), []byte(

@@ -6,8 +6,6 @@ package standintest
 import (
 	"context"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -82,16 +80,4 @@ func Credentials(t testing.TB) {
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-}
-
-// BuildStatic compiles the Go main package in dir into dir/out as a static
-// binary (CGO_ENABLED=0), for an image FROM scratch.
-func BuildStatic(t testing.TB, dir, out string) {
-	t.Helper()
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build in %s: %v\n%s", dir, err, b)
-	}
 }
