@@ -6,7 +6,7 @@ import (
 	"github.com/agentenv/agentenv/sdk/sandbox/hostenv"
 )
 
-// portsDir holds one file per port handed to a live sandbox, holding the
+// portsDir holds one entry per port handed to a live sandbox, naming the
 // sandbox's id: plugin processes sharing the state dir never hand out one
 // port twice.
 func portsDir(stateDir string) string { return filepath.Join(stateDir, "ports") }

@@ -6,8 +6,8 @@ import (
 	"github.com/agentenv/agentenv/sdk/sandbox/hostenv"
 )
 
-// portsDir holds one file per port handed to a live sandbox, named after
-// the port and holding the sandbox's id: a reservation every local plugin
+// portsDir holds one entry per port handed to a live sandbox, named after
+// the port and naming the sandbox's id: a reservation every local plugin
 // process sharing the state dir sees.
 func portsDir(stateDir string) string { return filepath.Join(stateDir, "ports") }
 
