@@ -155,9 +155,9 @@ func TestPortsAlloc(t *testing.T) {
 	}
 }
 
-// TestPortsAllocSkipsPortsInUse: a port some socket listens on is never
-// handed out, with or without a reservation.
-func TestPortsAllocSkipsPortsInUse(t *testing.T) {
+// TestBindableSeesListeners: a port some socket listens on is not
+// bindable, so Alloc never hands it out, reserved or not; once closed it is.
+func TestBindableSeesListeners(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
