@@ -118,8 +118,12 @@ func TestParseDeadlineHoldsAgainstAHungPlugin(t *testing.T) {
 	select {
 	case err := <-done:
 		// gRPC's own deadline timer may fire a moment before the
-		// context's, so a DeadlineExceeded status counts as the deadline.
-		if err == nil || (ctx.Err() == nil && status.Code(err) != codes.DeadlineExceeded) {
+		// context's: a DeadlineExceeded status counts as the deadline, and
+		// so does a stream it cancelled for the deadline (RST_STREAM
+		// CANCEL: context deadline exceeded), seen on a busy machine.
+		early := err == nil || ctx.Err() == nil && status.Code(err) != codes.DeadlineExceeded &&
+			!strings.Contains(err.Error(), context.DeadlineExceeded.Error())
+		if early {
 			t.Fatalf("a parse of a hung plugin returned %v before its deadline", err)
 		}
 	case <-time.After(time.Minute):

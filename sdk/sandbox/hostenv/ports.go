@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // portTries bounds how many random ports Alloc tries.
@@ -33,9 +34,20 @@ type Ports struct {
 	Dir string
 	// Held reports whether owner still holds its ports; a reservation whose
 	// owner is no longer held (its sandbox left no state) is stale and
-	// taken over.
+	// taken over, once it is older than StaleAfter.
 	Held func(owner string) bool
+	// StaleAfter is how long a new reservation is kept whether or not Held
+	// knows its owner (0: one minute). A deploy reserves its port before it
+	// records its sandbox (the port is in the record): in between, Held
+	// cannot tell it from a deploy that died, and a second deploy taking the
+	// port over would be handed the first one's env.
+	StaleAfter time.Duration
+
+	now func() time.Time // tests' clock; nil: time.Now
 }
+
+// defaultStaleAfter is StaleAfter's default.
+const defaultStaleAfter = time.Minute
 
 // HeldWhileExists is a Held for owners that keep a file (their state file)
 // while they live: the owner holds its ports until path(owner) is gone.
@@ -99,16 +111,56 @@ func (p Ports) Reserve(port int, owner string) bool {
 		if !errors.Is(err, fs.ErrExist) {
 			return false
 		}
-		held, err := readOwner(path)
-		if err != nil {
-			return false
-		}
-		if p.Held != nil && p.Held(held) {
-			return false // a live sandbox holds it
-		}
-		_ = os.Remove(path) // stale: its sandbox is gone
+		return p.takeOver(path, owner)
 	}
 	return false
+}
+
+// takeOver takes a taken port for owner if its reservation is stale. It
+// holds the folder's lock, so two deploys never both take one port over
+// (the second would remove the first one's new reservation); a deploy
+// reserving a free port needs no lock, the link's creation being
+// exclusive.
+func (p Ports) takeOver(path, owner string) bool {
+	unlock, err := lockDir(p.Dir)
+	if err != nil {
+		return false
+	}
+	defer unlock()
+	if !p.stale(path) {
+		return false // a live sandbox, or a deploy recording one, holds it
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	return os.Symlink(owner, path) == nil
+}
+
+// stale reports whether the reservation at path may be taken over: gone,
+// or older than StaleAfter with an owner Held does not know.
+func (p Ports) stale(path string) bool {
+	info, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	now, after := time.Now, p.StaleAfter
+	if p.now != nil {
+		now = p.now
+	}
+	if after <= 0 {
+		after = defaultStaleAfter
+	}
+	if now().Sub(info.ModTime()) < after {
+		return false
+	}
+	held, err := readOwner(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	return err == nil && (p.Held == nil || !p.Held(held))
 }
 
 // Release drops owner's reservation of port; another owner's is kept.

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestPortRangeBelow(t *testing.T) {
@@ -45,31 +47,40 @@ func TestPortRangeIsBelowTheKernels(t *testing.T) {
 }
 
 func TestPortsReserve(t *testing.T) {
+	const old = 2 * time.Minute // older than StaleAfter's default
 	live := map[string]bool{"a": true, "b": true}
 	held := func(owner string) bool { return live[owner] }
 	for _, tc := range []struct {
-		name     string
-		existing string // the reservation before; "-" for none
-		file     bool   // existing is a regular file (earlier versions' form), not a link
-		held     func(string) bool
-		owner    string
-		want     bool
-		after    string // the reservation's owner after
+		name       string
+		existing   string // the reservation before; "-" for none
+		file       bool   // existing is a regular file (earlier versions' form), not a link
+		age        time.Duration
+		staleAfter time.Duration
+		held       func(string) bool
+		owner      string
+		want       bool
+		after      string // the reservation's owner after
 	}{
-		{"free", "-", false, held, "a", true, "a"},
-		{"held by a live owner", "b", false, held, "a", false, "b"},
-		{"held by self is not taken twice", "a", false, held, "a", false, "a"},
-		{"stale owner taken over", "gone", false, held, "a", true, "a"},
-		{"no Held: every reservation is stale", "b", false, nil, "a", true, "a"},
-		{"empty owner refused", "-", false, held, "", false, ""},
-		{"owner with a slash refused", "-", false, held, "../x", false, ""},
-		{"file held by a live owner", "b", true, held, "a", false, "b"},
-		{"file with a stale owner taken over", "gone", true, held, "a", true, "a"},
-		{"file with whitespace", "gone\n", true, held, "a", true, "a"},
-		{"empty file is stale", "", true, held, "a", true, "a"},
+		{"free", "-", false, 0, 0, held, "a", true, "a"},
+		{"held by a live owner", "b", false, old, 0, held, "a", false, "b"},
+		{"held by self is not taken twice", "a", false, old, 0, held, "a", false, "a"},
+		{"stale owner taken over", "gone", false, old, 0, held, "a", true, "a"},
+		{"no Held: every old reservation is stale", "b", false, old, 0, nil, "a", true, "a"},
+		// A deploy reserves before it records its sandbox: its owner is
+		// unknown to Held for a moment, and the port must stay its own.
+		{"a new reservation of an unrecorded owner is kept", "gone", false, time.Second, 0, held, "a", false, "gone"},
+		{"no Held: a new reservation is kept", "b", false, 0, 0, nil, "a", false, "b"},
+		{"stale after StaleAfter", "gone", false, 2 * time.Second, time.Second, held, "a", true, "a"},
+		{"empty owner refused", "-", false, 0, 0, held, "", false, ""},
+		{"owner with a slash refused", "-", false, 0, 0, held, "../x", false, ""},
+		{"file held by a live owner", "b", true, old, 0, held, "a", false, "b"},
+		{"file with a stale owner taken over", "gone", true, old, 0, held, "a", true, "a"},
+		{"file with whitespace", "gone\n", true, old, 0, held, "a", true, "a"},
+		{"empty file is stale", "", true, old, 0, held, "a", true, "a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := Ports{Dir: filepath.Join(t.TempDir(), "ports"), Held: tc.held}
+			p := Ports{Dir: filepath.Join(t.TempDir(), "ports"), Held: tc.held, StaleAfter: tc.staleAfter,
+				now: func() time.Time { return time.Now().Add(tc.age) }}
 			if tc.existing != "-" {
 				if err := os.MkdirAll(p.Dir, 0o700); err != nil {
 					t.Fatal(err)
@@ -96,6 +107,38 @@ func TestPortsReserve(t *testing.T) {
 				t.Fatalf("folder %v (%v), want mode 0700", info, err)
 			}
 		})
+	}
+}
+
+// TestPortsTakeOverOnce: deploys racing for one stale reservation: one
+// takes it, and the others leave it to that one (none removes the new
+// reservation to make its own).
+func TestPortsTakeOverOnce(t *testing.T) {
+	p := Ports{Dir: t.TempDir(), Held: func(owner string) bool { return owner != "gone" },
+		now: func() time.Time { return time.Now().Add(2 * time.Minute) }}
+	if err := os.Symlink("gone", p.Path(30000)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	won := make(chan string, 16)
+	for i := range 16 {
+		wg.Go(func() {
+			if owner := "o" + strconv.Itoa(i); p.Reserve(30000, owner) {
+				won <- owner
+			}
+		})
+	}
+	wg.Wait()
+	close(won)
+	var winners []string
+	for w := range won {
+		winners = append(winners, w)
+	}
+	if len(winners) != 1 {
+		t.Fatalf("%d deploys took the port over (%v), want 1", len(winners), winners)
+	}
+	if got, err := p.Owner(30000); err != nil || got != winners[0] {
+		t.Fatalf("reservation held by %q (%v), want the winner %q", got, err, winners[0])
 	}
 }
 
