@@ -163,9 +163,19 @@ func (p Ports) stale(path string) bool {
 	return err == nil && (p.Held == nil || !p.Held(held))
 }
 
-// Release drops owner's reservation of port; another owner's is kept.
+// Release drops owner's reservation of port; another owner's is kept. It
+// removes it under the folder's lock, as takeOver replaces one: else a
+// takeover between its read and its removal would lose the new owner's.
 func (p Ports) Release(port int, owner string) {
 	path := p.Path(port)
+	if held, err := readOwner(path); err != nil || held != owner {
+		return
+	}
+	unlock, err := lockDir(p.Dir)
+	if err != nil {
+		return
+	}
+	defer unlock()
 	if held, err := readOwner(path); err == nil && held == owner {
 		_ = os.Remove(path)
 	}
