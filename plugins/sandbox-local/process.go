@@ -189,8 +189,9 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 	if err := hostenv.WaitReadyExpecting(ctx, port, expect, pr.done, func() error { return pr.err }, hostenv.DialProbe(port)); err != nil {
 		return fail(err)
 	}
-	p.listening.Observe(argv[0], time.Since(began))
-	p.log.Info("deployed", "id", id, "env", spec.Env, "pid", pid, "endpoint", st.Endpoint, "listening_after", time.Since(began).String())
+	took := time.Since(began)
+	p.listening.Observe(argv[0], took)
+	p.log.Info("deployed", "id", id, "env", spec.Env, "pid", pid, "endpoint", st.Endpoint, "listening_after", took.String())
 	return st.sandbox(), false, nil
 }
 

@@ -36,6 +36,9 @@ func WaitReadyExpecting(ctx context.Context, port int, expect time.Duration, don
 	}
 	timer := time.NewTimer(first)
 	defer timer.Stop()
+	exited := func() error {
+		return fmt.Errorf("exited before listening on port %d: %v", port, exitText(exitErr()))
+	}
 	var last error
 	for {
 		select {
@@ -45,12 +48,12 @@ func WaitReadyExpecting(ctx context.Context, port int, expect time.Duration, don
 			}
 			return fmt.Errorf("not listening on port %d: %w (last error: %v)", port, ctx.Err(), last)
 		case <-done:
-			return fmt.Errorf("exited before listening on port %d: %v", port, exitText(exitErr()))
+			return exited()
 		case <-timer.C:
 		}
 		select { // an exit that came with the timer wins
 		case <-done:
-			return fmt.Errorf("exited before listening on port %d: %v", port, exitText(exitErr()))
+			return exited()
 		default:
 		}
 		if last = probe(ctx); last == nil {
