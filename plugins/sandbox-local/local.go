@@ -172,10 +172,13 @@ type Plugin struct {
 	// listening learns how long each env command takes to listen, so a
 	// deploy's readiness probes start near then.
 	listening hostenv.ListenTimes
+	// spares are the temp dirs of torn-down envs, kept for later deploys.
+	spares spareDirs
 }
 
 var _ sandbox.Plugin = (*Plugin)(nil)
 var _ sdk.Configurer = (*Plugin)(nil)
+var _ sdk.Cleaner = (*Plugin)(nil)
 
 // New returns the local sandbox with the default configuration.
 func New() *Plugin {
@@ -343,6 +346,9 @@ func (p *Plugin) listProcesses(labels map[string]string) ([]sandbox.Sandbox, err
 		return nil, err
 	}
 	p.locate(states)
+	if err := reapSpares(os.TempDir()); err != nil {
+		p.log.Warn("removing spare temp dirs of plugin processes that are gone", "error", err)
+	}
 	var out []sandbox.Sandbox
 	for _, st := range states {
 		if st.PID == 0 {
@@ -478,7 +484,7 @@ func (p *Plugin) pidOf(st *state, sb sandbox.Sandbox) bool {
 // forget removes every trace of a sandbox that has stopped.
 func (p *Plugin) forget(st *state) {
 	cfg := p.config()
-	if st.Root != "" && strings.HasPrefix(filepath.Base(st.Root), rootPrefix) {
+	if st.Root != "" && strings.HasPrefix(filepath.Base(st.Root), rootPrefix) && !p.recycle(st.Root) {
 		if err := removeRoot(st.Root); err != nil {
 			p.log.Warn("removing sandbox dir", "id", st.ID, "dir", st.Root, "error", err)
 		}

@@ -47,6 +47,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "FAIL: Docker objects left behind (now removed): %v\n", left)
 		code = 1
 	}
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), sparePrefix+spareOwner()+"-*")); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: spare temp dirs left behind (now removed): %v\n", left)
+		for _, dir := range left {
+			os.RemoveAll(dir)
+		}
+		code = 1
+	}
 	if left := procsOf(testenvBin); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: testenv processes left behind: %v\n", left)
 		for _, pid := range left {
@@ -97,6 +104,12 @@ func newPlugin(t *testing.T, stateDir string, extra map[string]any) *Plugin {
 	if err := p.Configure(context.Background(), raw); err != nil {
 		t.Fatal(err)
 	}
+	// After the deploys' own cleanups (LIFO): their teardowns keep spares.
+	t.Cleanup(func() {
+		if err := p.Cleanup(); err != nil {
+			t.Errorf("Cleanup: %v", err)
+		}
+	})
 	return p
 }
 

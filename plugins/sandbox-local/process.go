@@ -127,7 +127,9 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 		return abandon(err)
 	}
 	var logf *os.File
-	err = errors.Join(os.Mkdir(root, 0o700), os.Mkdir(work, 0o700), os.Mkdir(tmp, 0o700))
+	if !p.spares.take(root) {
+		err = errors.Join(os.Mkdir(root, 0o700), os.Mkdir(work, 0o700), os.Mkdir(tmp, 0o700))
+	}
 	if err == nil {
 		logf, err = hostenv.OpenLog(logPath)
 	}

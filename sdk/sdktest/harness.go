@@ -21,11 +21,20 @@ import (
 )
 
 // dispense serves p over an in-process gRPC connection and returns the
-// host-side client for kind.
-func dispense(t testing.TB, kind sdk.Kind, p plugin.Plugin) any {
+// host-side client for kind. When the test ends, impl's Cleanup runs if it
+// is an sdk.Cleaner, after the connection closes, as Serve runs it after
+// the host's stop; its error fails the test.
+func dispense(t testing.TB, kind sdk.Kind, p plugin.Plugin, impl any) any {
 	t.Helper()
 	client, _ := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{string(kind): p})
-	t.Cleanup(func() { _ = client.Close() })
+	t.Cleanup(func() {
+		_ = client.Close()
+		if c, ok := impl.(sdk.Cleaner); ok {
+			if err := c.Cleanup(); err != nil {
+				t.Errorf("%s plugin's Cleanup: %v", kind, err)
+			}
+		}
+	})
 	raw, err := client.Dispense(string(kind))
 	if err != nil {
 		t.Fatalf("dispense %s plugin: %v", kind, err)
@@ -33,22 +42,25 @@ func dispense(t testing.TB, kind sdk.Kind, p plugin.Plugin) any {
 	return raw
 }
 
-// Reward serves p in-process over real gRPC and returns the host's client.
+// Reward serves p in-process over real gRPC and returns the host's client
+// (and runs p's Cleanup, if it has one, when the test ends).
 func Reward(t testing.TB, p reward.Plugin) *reward.Client {
 	t.Helper()
-	return dispense(t, sdk.KindReward, &reward.GRPCPlugin{Impl: p}).(*reward.Client)
+	return dispense(t, sdk.KindReward, &reward.GRPCPlugin{Impl: p}, p).(*reward.Client)
 }
 
-// ToolFormat serves p in-process over real gRPC and returns the host's client.
+// ToolFormat serves p in-process over real gRPC and returns the host's
+// client (and runs p's Cleanup, if it has one, when the test ends).
 func ToolFormat(t testing.TB, p toolformat.Plugin) *toolformat.Client {
 	t.Helper()
-	return dispense(t, sdk.KindToolFormat, &toolformat.GRPCPlugin{Impl: p}).(*toolformat.Client)
+	return dispense(t, sdk.KindToolFormat, &toolformat.GRPCPlugin{Impl: p}, p).(*toolformat.Client)
 }
 
-// Sandbox serves p in-process over real gRPC and returns the host's client.
+// Sandbox serves p in-process over real gRPC and returns the host's client
+// (and runs p's Cleanup, if it has one, when the test ends).
 func Sandbox(t testing.TB, p sandbox.Plugin) *sandbox.Client {
 	t.Helper()
-	return dispense(t, sdk.KindSandbox, &sandbox.GRPCPlugin{Impl: p}).(*sandbox.Client)
+	return dispense(t, sdk.KindSandbox, &sandbox.GRPCPlugin{Impl: p}, p).(*sandbox.Client)
 }
 
 // Build compiles the main package pkg (an import path or a directory, as

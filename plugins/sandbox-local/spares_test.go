@@ -1,0 +1,169 @@
+package local
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// ourSpares lists the spare temp dirs this test process keeps.
+func ourSpares(t *testing.T) []string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), sparePrefix+spareOwner()+"-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
+}
+
+func rootOf(t *testing.T, p *Plugin, id string) string {
+	t.Helper()
+	st, err := readState(p.config().StateDir, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Root
+}
+
+// A torn-down env's temp dir, left as the deploy made it, is the next
+// deploy's (the same dirs, renamed), empty; one the env wrote into, or
+// changed, is removed as before and never handed out.
+func TestTeardownKeepsPristineDirsForTheNextDeploy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// episode runs in the first env's working dir before its teardown.
+		episode string
+		kept    bool
+	}{
+		{"untouched", "", true},
+		{"a file in work", "echo secret > left", false},
+		{"a dir in work", "mkdir sub", false},
+		{"a file in tmp", `echo secret > "$TMPDIR/left"`, false},
+		{"a file beside work", "echo secret > ../left", false},
+		{"work made open", "chmod 0777 .", false},
+		{"tmp removed", `rmdir "$TMPDIR"`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPlugin(t, t.TempDir(), nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			first := deploy(t, p, testSpec())
+			root := rootOf(t, p, first.ID)
+			if tc.episode != "" {
+				if r, err := p.Exec(ctx, first, []string{"sh", "-c", tc.episode}); err != nil || r.ExitCode != 0 {
+					t.Fatalf("Exec: %+v, %v", r, err)
+				}
+			}
+			before, err := os.Stat(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Terminate(ctx, first); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(root); !os.IsNotExist(err) {
+				t.Fatalf("the torn-down env's temp dir is still at %s (%v)", root, err)
+			}
+			spares := ourSpares(t)
+			if tc.kept != (len(spares) == 1) || len(spares) > 1 {
+				t.Fatalf("spares after the teardown: %v, want kept = %v", spares, tc.kept)
+			}
+			second := deploy(t, p, testSpec())
+			if err := echo(t, second.Endpoint); err != nil {
+				t.Fatal(err)
+			}
+			next := rootOf(t, p, second.ID)
+			after, err := os.Stat(next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// (Not kept, its dirs are gone: a new dir may get the old
+			// one's inode number, so only reuse is checked here.)
+			if tc.kept && !os.SameFile(before, after) {
+				t.Errorf("the next deploy made new dirs; the first's were kept for it")
+			}
+			if left := ourSpares(t); len(left) != 0 {
+				t.Errorf("spares after the next deploy: %v", left)
+			}
+			// Whatever the first episode left, the second finds its dirs
+			// as a fresh deploy makes them.
+			for dir, want := range map[string][]string{next: {envLog, "tmp", "work"}, filepath.Join(next, "work"): nil, filepath.Join(next, "tmp"): nil} {
+				entries, err := os.ReadDir(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, e := range entries {
+					got = append(got, e.Name())
+				}
+				if len(got) != len(want) || (len(want) > 0 && (got[0] != want[0] || got[1] != want[1] || got[2] != want[2])) {
+					t.Errorf("%s holds %v, want %v", dir, got, want)
+				}
+				if fi, err := os.Stat(dir); err != nil || fi.Mode() != os.ModeDir|0o700 {
+					t.Errorf("%s: mode %v, %v", dir, fi.Mode(), err)
+				}
+			}
+			if err := p.Terminate(ctx, second); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Cleanup(); err != nil {
+				t.Fatal(err)
+			}
+			if left := ourSpares(t); len(left) != 0 {
+				t.Errorf("spares after Cleanup: %v", left)
+			}
+		})
+	}
+}
+
+// A plugin process killed outright keeps its spares; the next plugin's
+// List removes them, and leaves those of a plugin that still runs.
+func TestListReapsSparesOfGonePlugins(t *testing.T) {
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	tmp := os.TempDir()
+	dead := filepath.Join(tmp, sparePrefix+strconv.Itoa(gone.Process.Pid)+".12345-1")
+	live := filepath.Join(tmp, sparePrefix+spareOwner()+"-999999")
+	// This process under another start time: a reused pid, so gone too.
+	reused := filepath.Join(tmp, sparePrefix+strconv.Itoa(os.Getpid())+"."+strconv.FormatUint(selfStart+1, 10)+"-1")
+	foreign := filepath.Join(tmp, sparePrefix+"not-ours")
+	for _, dir := range []string{dead, live, reused, foreign} {
+		if err := os.MkdirAll(filepath.Join(dir, "work"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+	}
+	p := newPlugin(t, t.TempDir(), nil)
+	if _, err := p.List(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	for dir, want := range map[string]bool{dead: false, reused: false, live: true, foreign: true} {
+		if _, err := os.Stat(dir); (err == nil) != want {
+			t.Errorf("%s: exists = %v, want %v", filepath.Base(dir), err == nil, want)
+		}
+	}
+}
+
+// The spares one plugin keeps are bounded: past maxSpares a teardown
+// removes the dirs.
+func TestSparesAreBounded(t *testing.T) {
+	var s spareDirs
+	t.Cleanup(func() { _ = s.drain() })
+	for i := range maxSpares + 2 {
+		root := filepath.Join(t.TempDir(), rootPrefix+strconv.Itoa(i))
+		for _, d := range []string{root, filepath.Join(root, "work"), filepath.Join(root, "tmp")} {
+			if err := os.Mkdir(d, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if kept := s.put(root); kept != (i < maxSpares) {
+			t.Fatalf("put %d: kept = %v", i, kept)
+		}
+	}
+}
