@@ -61,11 +61,34 @@ type Client struct {
 	endpoint  string
 	limit     int64 // Options.MaxResultBytes
 	transport *http.Transport
-	session   *mcp.ClientSession
-	// lean makes tools/call without the SDK (lean.go); nil: the SDK does.
+	hc        *http.Client
+	// clientName is what a session the SDK opens later says it is.
+	clientName string
+	// session is the SDK's session: the one the client connected with
+	// when the env's answer was left to the SDK, or one opened later for
+	// a listing left to it (sdkSession); nil until then.
+	session     *mcp.ClientSession
+	sessionOnce sync.Once
+	sessionErr  error
+	// lean makes the calls without the SDK (lean.go); nil: the SDK does.
 	lean      *lean
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// sdkSession is the SDK's session with the env: the one Connect opened,
+// or, on a lean session, a second one opened now.
+func (c *Client) sdkSession(ctx context.Context) (*mcp.ClientSession, error) {
+	c.sessionOnce.Do(func() {
+		if c.session != nil {
+			return
+		}
+		client := mcp.NewClient(&mcp.Implementation{Name: c.clientName, Version: "1"}, nil)
+		c.session, c.sessionErr = client.Connect(ctx, &mcp.StreamableClientTransport{
+			Endpoint: c.endpoint, HTTPClient: c.hc, DisableStandaloneSSE: true, MaxRetries: -1,
+		}, &mcp.ClientSessionOptions{ProtocolVersion: proposedVersion})
+	})
+	return c.session, c.sessionErr
 }
 
 // proposedVersion is the protocol version Connect proposes in initialize.
@@ -126,6 +149,16 @@ func connectOnce(ctx context.Context, url string, opts Options) (*Client, error)
 	}
 	actx, cancel := context.WithTimeout(ctx, opts.AttemptTimeout)
 	defer cancel()
+	if !opts.sdkCalls {
+		l, err := leanConnect(actx, url, opts, hc)
+		if err == nil {
+			return &Client{endpoint: url, limit: opts.MaxResultBytes, transport: tr, hc: hc, clientName: opts.ClientName, lean: l}, nil
+		}
+		if !errors.Is(err, errSDKConnect) {
+			tr.CloseIdleConnections()
+			return nil, err
+		}
+	}
 	// Propose the newest version of the session protocol: the SDK would
 	// first probe with server/discover (SEP-2575), a round trip per
 	// deploy that envs answer with their versions and then initialize
@@ -136,7 +169,7 @@ func connectOnce(ctx context.Context, url string, opts Options) (*Client, error)
 		tr.CloseIdleConnections()
 		return nil, err
 	}
-	c := &Client{endpoint: url, limit: opts.MaxResultBytes, transport: tr, session: session}
+	c := &Client{endpoint: url, limit: opts.MaxResultBytes, transport: tr, hc: hc, clientName: opts.ClientName, session: session}
 	if v := session.InitializeResult().ProtocolVersion; leanVersions[v] && !opts.sdkCalls {
 		c.lean = &lean{http: hc, sessionID: session.ID(), version: v}
 	}
@@ -154,13 +187,17 @@ func (c *Client) ListTools(ctx context.Context) ([]Tool, error) {
 			return tools, err
 		}
 	}
+	session, err := c.sdkSession(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing tools of %s: %w", c.endpoint, err)
+	}
 	var tools []Tool
 	params := &mcp.ListToolsParams{}
 	for page := 0; ; page++ {
 		if page > 1000 {
 			return nil, fmt.Errorf("listing tools of %s: more than 1000 pages; the env's cursor does not advance", c.endpoint)
 		}
-		res, err := c.session.ListTools(ctx, params)
+		res, err := session.ListTools(ctx, params)
 		if err != nil {
 			return nil, fmt.Errorf("listing tools of %s: %w", c.endpoint, err)
 		}
@@ -330,7 +367,13 @@ func ResultText(res *mcp.CallToolResult) string {
 // Ping checks that the env still answers on its session (an MCP ping):
 // a sandbox kept warm is pinged before an episode takes it.
 func (c *Client) Ping(ctx context.Context) error {
-	if err := c.session.Ping(ctx, nil); err != nil {
+	var err error
+	if c.lean != nil {
+		err = c.lean.ping(ctx, c.endpoint)
+	} else {
+		err = c.session.Ping(ctx, nil)
+	}
+	if err != nil {
 		return fmt.Errorf("pinging %s: %w", c.endpoint, err)
 	}
 	return nil
@@ -341,7 +384,13 @@ func (c *Client) Ping(ctx context.Context) error {
 // it hang.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
-		c.closeErr = c.session.Close()
+		c.sessionOnce.Do(func() {}) // no session opens past here
+		if c.session != nil {
+			c.closeErr = c.session.Close()
+		}
+		if c.lean != nil {
+			c.closeErr = errors.Join(c.closeErr, c.lean.end(c.endpoint))
+		}
 		c.transport.CloseIdleConnections()
 	})
 	return c.closeErr

@@ -26,10 +26,11 @@ import (
 // event of an SSE stream the server ends after it). The client makes it
 // here with encoding/json, reading the answer once, through the same HTTP
 // client (the result cutter and the kept connections apply alike); so is
-// tools/list, whose SDK listing re-decodes every tool's schema. Everything
-// else (initialize, ping, close) stays the SDK's session's. It is used only on sessions that negotiated a protocol
-// version it speaks (leanVersions); TestLeanCallConformance holds its
-// answers to the SDK's, call for call, on real SDK servers.
+// tools/list, whose SDK listing re-decodes every tool's schema; and so
+// is the connect (leanconnect.go). It is used only on sessions that
+// negotiated a protocol version it speaks (leanVersions);
+// TestLeanCallConformance holds its answers to the SDK's, call for call,
+// on real SDK servers.
 
 // leanVersions are the negotiated protocol versions whose tools/call the
 // lean client makes: sessions with an id, no per-request headers beyond
@@ -135,7 +136,13 @@ func (l *lean) list(ctx context.Context, endpoint, cursor string) (*listPage, er
 
 // rpc makes one JSON-RPC call on the session and returns its result.
 func (l *lean) rpc(ctx context.Context, endpoint, method string, params any) (json.RawMessage, error) {
-	id := "agentenv-" + strconv.FormatUint(l.nextID.Add(1), 10)
+	raw, _, err := l.exchange(ctx, endpoint, method, params)
+	return raw, err
+}
+
+// post sends one JSON-RPC message (a request with id, or a notification
+// without) on the session.
+func (l *lean) post(ctx context.Context, endpoint, method, id string, params any) (*http.Response, error) {
 	// Sent as written: no HTML escaping of <, > and & (the SDK's encoder
 	// leaves them too).
 	var body bytes.Buffer
@@ -143,7 +150,7 @@ func (l *lean) rpc(ctx context.Context, endpoint, method string, params any) (js
 	enc.SetEscapeHTML(false)
 	err := enc.Encode(struct {
 		JSONRPC string `json:"jsonrpc"`
-		ID      string `json:"id"`
+		ID      string `json:"id,omitempty"`
 		Method  string `json:"method"`
 		Params  any    `json:"params"`
 	}{"2.0", id, method, params})
@@ -156,15 +163,40 @@ func (l *lean) rpc(ctx context.Context, endpoint, method string, params any) (js
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", l.version)
-	if l.sessionID != "" {
-		req.Header.Set("Mcp-Session-Id", l.sessionID)
-	}
+	l.setHeaders(req)
 	resp, err := l.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("calling %q: %w", method, err)
 	}
+	return resp, nil
+}
+
+// setHeaders names the session and its protocol version, once known.
+func (l *lean) setHeaders(req *http.Request) {
+	if l.version != "" {
+		req.Header.Set("Mcp-Protocol-Version", l.version)
+	}
+	if l.sessionID != "" {
+		req.Header.Set("Mcp-Session-Id", l.sessionID)
+	}
+}
+
+// exchange makes one JSON-RPC call and returns its result and the
+// session id the answer carries (initialize's).
+func (l *lean) exchange(ctx context.Context, endpoint, method string, params any) (json.RawMessage, string, error) {
+	id := "agentenv-" + strconv.FormatUint(l.nextID.Add(1), 10)
+	resp, err := l.post(ctx, endpoint, method, id, params)
+	if err != nil {
+		return nil, "", err
+	}
 	defer resp.Body.Close()
+	raw, err := readAnswer(resp, method, id)
+	return raw, resp.Header.Get("Mcp-Session-Id"), err
+}
+
+// readAnswer reads the JSON-RPC response to id from a call's answer.
+func readAnswer(resp *http.Response, method, id string) (json.RawMessage, error) {
+	var err error
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return nil, fmt.Errorf("calling %q: %s: %s", method, resp.Status, strings.TrimSpace(string(msg)))
@@ -177,6 +209,8 @@ func (l *lean) rpc(ctx context.Context, endpoint, method string, params any) (js
 		if err := json.NewDecoder(resp.Body).Decode(msg); err != nil {
 			return nil, fmt.Errorf("calling %q: reading the answer: %w", method, err)
 		}
+		// To its end, so the connection goes back to the pool.
+		_, _ = io.Copy(io.Discard, resp.Body)
 	case "text/event-stream":
 		if msg, err = readSSEResponse(resp.Body, id); err != nil {
 			return nil, fmt.Errorf("calling %q: %w", method, err)

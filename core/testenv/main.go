@@ -16,6 +16,7 @@
 //	TESTENV_PREFIX=p        prefix every tool name with p (two envs in one task)
 //	TESTENV_JSON_RESPONSE=1 answer calls with plain JSON bodies, not SSE streams
 //	TESTENV_ECHO_ARGS=1     serve echo_args too: it answers with the arguments as received
+//	TESTENV_HEADER_TOOL=1   serve region too, whose schema carries an x-mcp-header annotation
 //	TESTENV_RESET_FAIL=m    the reset tool fails: m is error (a tool error), hang
 //	                        (never answers) or crash (exits)
 //	TESTENV_RESET_FAIL_FILE=f  as TESTENV_RESET_FAIL, m read from file f at each
@@ -226,6 +227,14 @@ func newServer(p *puzzle) *mcp.Server {
 		// The arguments as they arrived on the wire, byte for byte.
 		s.AddTool(&mcp.Tool{Name: prefix + "echo_args", Description: "Answer with the call's arguments as received.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"number"}}}`)},
+			func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return text("%s", req.Params.Arguments), nil
+			})
+	}
+	if os.Getenv("TESTENV_HEADER_TOOL") == "1" {
+		// A listing the lean client leaves to the SDK (envclient).
+		s.AddTool(&mcp.Tool{Name: prefix + "region", Description: "Answer with the region asked for.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)},
 			func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				return text("%s", req.Params.Arguments), nil
 			})
