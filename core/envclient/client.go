@@ -379,6 +379,17 @@ func (c *Client) Ping(ctx context.Context) error {
 	return nil
 }
 
+// Drop drops the client's connections without ending the session on the
+// env: for an env about to be torn down, whose end ends the session, so a
+// DELETE would be a round trip (and, on a hung env, a wait of up to
+// closeTimeout) for nothing. Close after Drop does nothing more.
+func (c *Client) Drop() {
+	c.closeOnce.Do(func() {
+		c.sessionOnce.Do(func() {})
+		c.transport.CloseIdleConnections()
+	})
+}
+
 // Close ends the session and drops the client's connections. It is
 // idempotent; the SDK bounds the session DELETE, so a dead env cannot make
 // it hang.

@@ -207,3 +207,24 @@ func TestLeanListLeavesHeaderSchemasToTheSDK(t *testing.T) {
 		})
 	}
 }
+
+// Drop, for an env about to be torn down, sends nothing: no DELETE, then
+// or at a Close after it.
+func TestDropSendsNothing(t *testing.T) {
+	rec := &recorder{}
+	url := rec.start(t, startEnv(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := envclient.Connect(ctx, url, envclient.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := rec.count()
+	c.Drop()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.since(from); len(got) != 0 {
+		t.Fatalf("Drop and Close sent %v", got)
+	}
+}

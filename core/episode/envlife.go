@@ -242,8 +242,9 @@ func (e *Engine) uncount() {
 // once every env is gone (or retrying gave up).
 type teardown struct{ done chan error }
 
-// retire tears envs down in the background: sessions closed, then each
-// sandbox terminated through the handle Deploy returned. A Terminate that
+// retire tears envs down in the background: connections dropped (the
+// env's end ends its session: no DELETE first), then each sandbox
+// terminated through the handle Deploy returned. A Terminate that
 // fails (the sandbox plugin crashed, or is restarting) is retried with
 // backoff for up to TeardownRetry, so the restarted plugin completes it.
 // The engine owns every teardown: Close waits for them.
@@ -257,7 +258,7 @@ func (e *Engine) retire(envs []*liveEnv) *teardown {
 			le := envs[i]
 			start := time.Now()
 			if le.client != nil {
-				_ = le.client.Close()
+				le.client.Drop()
 			}
 			if err := e.terminate(le); err != nil {
 				errs = append(errs, err)
