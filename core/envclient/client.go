@@ -84,9 +84,7 @@ func (c *Client) sdkSession(ctx context.Context) (*mcp.ClientSession, error) {
 			return
 		}
 		client := mcp.NewClient(&mcp.Implementation{Name: c.clientName, Version: "1"}, nil)
-		c.session, c.sessionErr = client.Connect(ctx, &mcp.StreamableClientTransport{
-			Endpoint: c.endpoint, HTTPClient: c.hc, DisableStandaloneSSE: true, MaxRetries: -1,
-		}, &mcp.ClientSessionOptions{ProtocolVersion: proposedVersion})
+		c.session, c.sessionErr = client.Connect(ctx, sdkTransport(c.endpoint, c.hc), &mcp.ClientSessionOptions{ProtocolVersion: proposedVersion})
 	})
 	return c.session, c.sessionErr
 }
@@ -132,14 +130,9 @@ func Connect(ctx context.Context, endpoint string, opts Options) (*Client, error
 	}
 }
 
-func connectOnce(ctx context.Context, url string, opts Options) (*Client, error) {
-	// A transport per client: closing it drops the env's connections, and
-	// one env's stalls never hold another's pool.
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = nil // envs are local or private; never route them through a proxy
-	client := mcp.NewClient(&mcp.Implementation{Name: opts.ClientName, Version: "1"}, nil)
-	hc := &http.Client{Transport: cutTransport{base: &keepConnTransport{base: tr}}}
-	transport := &mcp.StreamableClientTransport{
+// sdkTransport is the SDK's transport to the env at url over hc.
+func sdkTransport(url string, hc *http.Client) *mcp.StreamableClientTransport {
+	return &mcp.StreamableClientTransport{
 		Endpoint:   url,
 		HTTPClient: hc,
 		// Requests and responses are all the engine needs; the standalone
@@ -147,6 +140,14 @@ func connectOnce(ctx context.Context, url string, opts Options) (*Client, error)
 		DisableStandaloneSSE: true,
 		MaxRetries:           -1,
 	}
+}
+
+func connectOnce(ctx context.Context, url string, opts Options) (*Client, error) {
+	// A transport per client: closing it drops the env's connections, and
+	// one env's stalls never hold another's pool.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil // envs are local or private; never route them through a proxy
+	hc := &http.Client{Transport: cutTransport{base: &keepConnTransport{base: tr}}}
 	actx, cancel := context.WithTimeout(ctx, opts.AttemptTimeout)
 	defer cancel()
 	if !opts.sdkCalls {
@@ -164,7 +165,8 @@ func connectOnce(ctx context.Context, url string, opts Options) (*Client, error)
 	// deploy that envs answer with their versions and then initialize
 	// anyway. A server that speaks only a newer version answers initialize
 	// with it (the spec's negotiation), and the SDK goes on in that one.
-	session, err := client.Connect(actx, transport, &mcp.ClientSessionOptions{ProtocolVersion: proposedVersion})
+	client := mcp.NewClient(&mcp.Implementation{Name: opts.ClientName, Version: "1"}, nil)
+	session, err := client.Connect(actx, sdkTransport(url, hc), &mcp.ClientSessionOptions{ProtocolVersion: proposedVersion})
 	if err != nil {
 		tr.CloseIdleConnections()
 		return nil, err
