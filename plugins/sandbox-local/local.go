@@ -172,8 +172,9 @@ type Plugin struct {
 	// listening learns how long each env command takes to listen, so a
 	// deploy's readiness probes start near then.
 	listening hostenv.ListenTimes
-	// spares are the temp dirs of torn-down envs, kept for later deploys.
-	spares spareDirs
+	// spareRoots and spareStates are the temp dirs and state files of
+	// torn-down envs, kept for later deploys (spares.go).
+	spareRoots, spareStates spares
 }
 
 var _ sandbox.Plugin = (*Plugin)(nil)
@@ -182,7 +183,8 @@ var _ sdk.Cleaner = (*Plugin)(nil)
 
 // New returns the local sandbox with the default configuration.
 func New() *Plugin {
-	p := &Plugin{log: defaultLogger(), cfg: DefaultConfig(), procs: map[string]*proc{}, modes: map[string]string{}}
+	p := &Plugin{log: defaultLogger(), cfg: DefaultConfig(), procs: map[string]*proc{}, modes: map[string]string{},
+		spareRoots: spares{prefix: sparePrefix}, spareStates: spares{prefix: spareFilePrefix}}
 	pool, _ := newSubnetPool(p.cfg.SubnetBase, p.cfg.SubnetSize)
 	p.docker = newEngine("", pool, p.cfg.ParallelOps, p.cfg.ParallelBuilds, p.log)
 	return p
@@ -346,9 +348,7 @@ func (p *Plugin) listProcesses(labels map[string]string) ([]sandbox.Sandbox, err
 		return nil, err
 	}
 	p.locate(states)
-	if err := reapSpares(os.TempDir()); err != nil {
-		p.log.Warn("removing spare temp dirs of plugin processes that are gone", "error", err)
-	}
+	p.reapSpares(cfg.StateDir)
 	var out []sandbox.Sandbox
 	for _, st := range states {
 		if st.PID == 0 {
@@ -443,7 +443,14 @@ func (p *Plugin) Terminate(ctx context.Context, sb sandbox.Sandbox) error {
 		return p.terminateDocker(ctx, sb)
 	}
 	cfg := p.config()
-	st, fileErr := readState(cfg.StateDir, sb.ID)
+	p.mu.Lock()
+	pr := p.procs[sb.ID]
+	p.mu.Unlock()
+	st, ours := p.ownHandle(sb, pr)
+	var fileErr error
+	if !ours {
+		st, fileErr = readState(cfg.StateDir, sb.ID)
+	}
 	if fileErr != nil {
 		var ok bool
 		if st, ok = fromHandle(sb); !ok || !st.alive() {
@@ -453,14 +460,28 @@ func (p *Plugin) Terminate(ctx context.Context, sb sandbox.Sandbox) error {
 		p.forget(st)
 		return nil // recorded, but its env never started
 	}
-	p.mu.Lock()
-	pr := p.procs[sb.ID]
-	p.mu.Unlock()
 	if err := stopGroup(ctx, st, pr, time.Duration(cfg.Grace), p.log); err != nil {
 		return fmt.Errorf("sandbox-local: terminating %s: %w", sb.ID, err)
 	}
 	p.forget(st)
 	return nil
+}
+
+// ownHandle reads the handle of a live env this process started (pr, its
+// leader's pid and start time matching the handle's): what Terminate needs
+// of its state file, without reading the file. An env that has exited is
+// left to the file, which another plugin process may have removed.
+func (p *Plugin) ownHandle(sb sandbox.Sandbox, pr *proc) (*state, bool) {
+	if pr == nil || pr.exited() {
+		return nil, false
+	}
+	h, ok := fromHandle(sb)
+	if !ok {
+		return nil, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return h, pr.pid != 0 && h.PID == pr.pid && h.ProcStart == pr.start && h.Root != "" && h.Port != 0
 }
 
 // pidOf fills in the pid of a state file's env for Terminate: from memory
@@ -484,12 +505,12 @@ func (p *Plugin) pidOf(st *state, sb sandbox.Sandbox) bool {
 // forget removes every trace of a sandbox that has stopped.
 func (p *Plugin) forget(st *state) {
 	cfg := p.config()
-	if st.Root != "" && strings.HasPrefix(filepath.Base(st.Root), rootPrefix) && !p.recycle(st.Root) {
+	if st.Root != "" && strings.HasPrefix(filepath.Base(st.Root), rootPrefix) && !p.recycleRoot(st.Root) {
 		if err := removeRoot(st.Root); err != nil {
 			p.log.Warn("removing sandbox dir", "id", st.ID, "dir", st.Root, "error", err)
 		}
 	}
-	if err := removeState(cfg.StateDir, st.ID); err != nil {
+	if err := p.removeState(cfg.StateDir, st.ID); err != nil {
 		p.log.Warn("removing sandbox state", "id", st.ID, "error", err)
 	}
 	if st.Port != 0 {

@@ -518,13 +518,19 @@ func TestConfigure(t *testing.T) {
 }
 
 // stateLeft lists the state files and port reservations in stateDir.
+// stateLeft lists what records a sandbox in stateDir: anything but the
+// ports folder and this process's spares (empty files, records of none).
 func stateLeft(stateDir string) []string {
 	var left []string
 	entries, _ := os.ReadDir(stateDir)
 	for _, e := range entries {
-		if e.Name() != "ports" {
-			left = append(left, e.Name())
+		if e.Name() == "ports" {
+			continue
 		}
+		if fi, err := e.Info(); err == nil && fi.Size() == 0 && strings.HasPrefix(e.Name(), spareFilePrefix+spareOwner()+"-") {
+			continue
+		}
+		left = append(left, e.Name())
 	}
 	ports, _ := os.ReadDir(portsDir(stateDir))
 	for _, e := range ports {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // procStat reads the fields of /proc/<pid>/stat after the command name:
@@ -223,4 +225,26 @@ func exitError(code int32, status int) error {
 	default:
 		return fmt.Errorf("signal: %v", syscall.Signal(status))
 	}
+}
+
+// renameNoReplace renames oldpath to newpath, failing with fs.ErrExist
+// where newpath is there.
+func renameNoReplace(oldpath, newpath string) error {
+	return unix.Renameat2(unix.AT_FDCWD, oldpath, unix.AT_FDCWD, newpath, unix.RENAME_NOREPLACE)
+}
+
+// truncateUnheld empties the file at path if no other process has it
+// open for writing: a write lease is granted only then (fcntl(2),
+// F_SETLEASE). False: it is held, or could not be checked or emptied.
+func truncateUnheld(path string) bool {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_WRLCK); err != nil {
+		return false
+	}
+	defer unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_UNLCK)
+	return unix.Ftruncate(fd, 0) == nil
 }

@@ -123,11 +123,11 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 		p.forget(st)
 		return sandbox.Sandbox{}, false, fmt.Errorf("sandbox-local: env %q: %w", spec.Env, err)
 	}
-	if err := createState(cfg.StateDir, st); err != nil {
+	if err := p.createState(cfg.StateDir, st); err != nil {
 		return abandon(err)
 	}
 	var logf *os.File
-	if !p.spares.take(root) {
+	if !p.spareRoots.take(root) {
 		err = errors.Join(os.Mkdir(root, 0o700), os.Mkdir(work, 0o700), os.Mkdir(tmp, 0o700))
 	}
 	if err == nil {

@@ -3,41 +3,51 @@ package local
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 )
 
-// A process sandbox's temp dir (root, work/, tmp/) outlives its env: once
-// the env is gone and the dirs are as the deploy made them (empty, 0700),
-// teardown renames the root aside as a spare, and a later deploy renames a
-// spare to its own root instead of making three dirs. Making and removing
-// dirs is most of what a deploy costs the file system: on ext4 without a
-// journal every new inode is found by stepping over the group's recently
-// deleted ones (docs/performance.md), so three dirs made and removed per
-// episode made each deploy dearer the faster deploys came. A rename
-// allocates nothing. env.log is never kept (a process that outlived its
-// group could hold it open), and a spare is handed out only as it was put
-// aside: nothing of an episode is in it.
+// A process sandbox's temp dir (root, env.log, work/, tmp/) and its state file
+// outlive its env: once the env is gone and the dirs are as the deploy made
+// them (empty, 0700), teardown renames the root aside as a spare, and the
+// state file, emptied, likewise; a later deploy renames a spare to its own
+// root, and one to its own state file, instead of making three dirs and
+// two files. Making and removing them was most of what a deploy cost the file
+// system: on ext4 without a journal every new inode is found by stepping
+// over the group's recently deleted ones (docs/performance.md), so each
+// deploy grew dearer the faster deploys came. A rename allocates nothing.
+// env.log is kept, emptied, only where no process holds it open (one that
+// outlived its group could write to it still), and a spare dir is handed
+// out only as it was put aside: nothing of an episode is in it.
 //
-// A spare's name says whose it is (agentenv-local-spare-<pid>.<start>-<n>):
-// the plugin removes its own at Cleanup, and a later plugin those of a
-// process that is gone (reapSpares), so a SIGKILLed plugin leaves none past
-// the next one's first List.
+// A spare's name says whose it is (agentenv-local-spare-<pid>.<start>-<n>
+// in the temp dir, .spare-<pid>.<start>-<n> in the state dir, where
+// listing skips dot files): the plugin removes its own at Cleanup, and a
+// later plugin those of a process that is gone (reapSpares), so a
+// SIGKILLed plugin leaves none past the next one's first List.
 
-// maxSpares bounds the spares one plugin process keeps: about the envs it
-// runs at once, past which a teardown removes the dirs as before.
+// maxSpares bounds the spares of each kind one plugin process keeps: about
+// the envs it runs at once, past which a teardown removes as before.
 const maxSpares = 64
 
-const sparePrefix = rootPrefix + "spare-"
+const (
+	sparePrefix     = rootPrefix + "spare-" // spare dirs, in the temp dir
+	spareFilePrefix = ".spare-"             // spare state files, in the state dir
+)
 
-type spareDirs struct {
-	mu   sync.Mutex
-	dirs []string // spare roots, newest last
-	n    int      // names handed out
+// spares is a pool of spare dirs or files, named prefix<owner>-<n> in
+// their folder.
+type spares struct {
+	prefix string
+	mu     sync.Mutex
+	paths  []string // newest last
+	n      int      // names handed out
 }
 
 // owner is this process's part of a spare's name.
@@ -45,51 +55,76 @@ func spareOwner() string {
 	return strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(selfStart, 10)
 }
 
-// take renames a spare to root (which must not exist); false: none was
-// left, and the caller makes the dirs.
-func (s *spareDirs) take(root string) bool {
+// take renames a spare to dst, which must not exist; false: none was
+// left, and the caller makes dst.
+func (s *spares) take(dst string) bool {
 	for {
 		s.mu.Lock()
-		if len(s.dirs) == 0 {
+		if len(s.paths) == 0 {
 			s.mu.Unlock()
 			return false
 		}
-		dir := s.dirs[len(s.dirs)-1]
-		s.dirs = s.dirs[:len(s.dirs)-1]
+		src := s.paths[len(s.paths)-1]
+		s.paths = s.paths[:len(s.paths)-1]
 		s.mu.Unlock()
-		if os.Rename(dir, root) == nil {
+		err := renameNoReplace(src, dst)
+		if err == nil {
 			return true
 		}
-		_ = os.RemoveAll(dir) // gone or unusable: try the next
+		if errors.Is(err, fs.ErrExist) {
+			s.putBack(src)
+			return false
+		}
+		_ = os.RemoveAll(src) // gone or unusable: try the next
 	}
 }
 
-// put keeps root as a spare when it holds exactly work/ and tmp/, both
-// empty, all three 0700 dirs; false: the caller removes it.
-func (s *spareDirs) put(root string) bool {
+func (s *spares) putBack(path string) {
+	s.mu.Lock()
+	s.paths = append(s.paths, path)
+	s.mu.Unlock()
+}
+
+// put renames src aside as a spare; false: the pool is full (or spares
+// are off here), and the caller removes src.
+func (s *spares) put(src string) bool {
 	if !procScan {
 		return false // no /proc to tell a live owner from a gone one
 	}
 	s.mu.Lock()
-	full := len(s.dirs) >= maxSpares
+	full := len(s.paths) >= maxSpares
 	s.n++
-	name := filepath.Join(filepath.Dir(root), sparePrefix+spareOwner()+"-"+strconv.Itoa(s.n))
+	name := filepath.Join(filepath.Dir(src), s.prefix+spareOwner()+"-"+strconv.Itoa(s.n))
 	s.mu.Unlock()
-	if full || !pristine(root) {
+	if full || os.Rename(src, name) != nil {
 		return false
 	}
-	if os.Rename(root, name) != nil {
-		return false
-	}
-	s.mu.Lock()
-	s.dirs = append(s.dirs, name)
-	s.mu.Unlock()
+	s.putBack(name)
 	return true
 }
 
-// pristine reports whether root is as a deploy made it, less its log.
+// drain removes every spare of the pool.
+func (s *spares) drain() error {
+	s.mu.Lock()
+	paths := s.paths
+	s.paths = nil
+	s.mu.Unlock()
+	var errs []error
+	for _, p := range paths {
+		if err := os.RemoveAll(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// pristine reports whether root is as a deploy made it: its log, and
+// work/ and tmp/ empty.
 func pristine(root string) bool {
-	return dirHolds(root, "tmp", "work") && dirHolds(filepath.Join(root, "work")) && dirHolds(filepath.Join(root, "tmp"))
+	if fi, err := os.Lstat(filepath.Join(root, envLog)); err != nil || fi.Mode() != 0o600 {
+		return false
+	}
+	return dirHolds(root, envLog, "tmp", "work") && dirHolds(filepath.Join(root, "work")) && dirHolds(filepath.Join(root, "tmp"))
 }
 
 // dirHolds reports whether dir is a 0700 dir holding exactly names
@@ -110,9 +145,7 @@ func dirHolds(dir string, names ...string) bool {
 	if len(got) != len(names) {
 		return false
 	}
-	if len(got) == 2 && got[0] > got[1] {
-		got[0], got[1] = got[1], got[0]
-	}
+	slices.Sort(got)
 	for i := range names {
 		if got[i] != names[i] {
 			return false
@@ -121,30 +154,16 @@ func dirHolds(dir string, names ...string) bool {
 	return true
 }
 
-// drain removes every spare this plugin keeps.
-func (s *spareDirs) drain() error {
-	s.mu.Lock()
-	dirs := s.dirs
-	s.dirs = nil
-	s.mu.Unlock()
-	var errs []error
-	for _, d := range dirs {
-		if err := os.RemoveAll(d); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// reapSpares removes the spares in tmp of plugin processes that are gone.
-func reapSpares(tmp string) error {
-	names, err := filepath.Glob(filepath.Join(tmp, sparePrefix+"*"))
+// reapSpares removes the spares named prefix... in dir of plugin
+// processes that are gone.
+func reapSpares(dir, prefix string) error {
+	names, err := filepath.Glob(filepath.Join(dir, prefix+"*"))
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, dir := range names {
-		owner, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(dir), sparePrefix), "-")
+	for _, path := range names {
+		owner, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(path), prefix), "-")
 		if !ok {
 			continue
 		}
@@ -157,22 +176,37 @@ func reapSpares(tmp string) error {
 		if now, alive := procStart(p); alive && now == st {
 			continue // its plugin still runs
 		}
-		if err := os.RemoveAll(dir); err != nil && !errors.Is(err, syscall.ENOENT) {
+		if err := os.RemoveAll(path); err != nil && !errors.Is(err, syscall.ENOENT) {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// recycle keeps a torn-down env's temp dir as a spare, less its log;
+// recycleRoot keeps a torn-down env's temp dir as a spare, its log
+// emptied, when it is as the deploy made it and no process holds the log
+// open (one that left the env's process group could write to it still);
 // false: the caller removes it.
-func (p *Plugin) recycle(root string) bool {
-	if err := syscall.Unlink(filepath.Join(root, envLog)); err != nil && !errors.Is(err, syscall.ENOENT) {
-		return false
-	}
-	return p.spares.put(root)
+func (p *Plugin) recycleRoot(root string) bool {
+	log := filepath.Join(root, envLog)
+	return pristine(root) && truncateUnheld(log) && p.spareRoots.put(root)
 }
 
-// Cleanup removes the spare temp dirs this plugin keeps (sdk.Cleaner):
-// the host has torn its envs down before it stops the plugin.
-func (p *Plugin) Cleanup() error { return p.spares.drain() }
+// recycleState keeps a torn-down env's state file as a spare, emptied;
+// false: the caller removes it.
+func (p *Plugin) recycleState(path string) bool {
+	return os.Truncate(path, 0) == nil && p.spareStates.put(path)
+}
+
+// reapSpares removes the spares of plugin processes that are gone, in the
+// temp dir and in stateDir.
+func (p *Plugin) reapSpares(stateDir string) {
+	err := errors.Join(reapSpares(os.TempDir(), sparePrefix), reapSpares(stateDir, spareFilePrefix))
+	if err != nil {
+		p.log.Warn("removing spares of plugin processes that are gone", "error", err)
+	}
+}
+
+// Cleanup removes the spares this plugin keeps (sdk.Cleaner): the host has
+// torn its envs down before it stops the plugin.
+func (p *Plugin) Cleanup() error { return errors.Join(p.spareRoots.drain(), p.spareStates.drain()) }

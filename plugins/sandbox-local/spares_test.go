@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,28 +32,46 @@ func rootOf(t *testing.T, p *Plugin, id string) string {
 
 // A torn-down env's temp dir, left as the deploy made it, is the next
 // deploy's (the same dirs, renamed), empty; one the env wrote into, or
-// changed, is removed as before and never handed out.
+// changed, is removed as before and never handed out. Its state file,
+// emptied, is the next deploy's whatever the env did.
 func TestTeardownKeepsPristineDirsForTheNextDeploy(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// episode runs in the first env's working dir before its teardown.
 		episode string
-		kept    bool
+		// hold keeps the first env's log open for writing through its
+		// teardown, as a process that left its group would.
+		hold bool
+		kept bool
 	}{
-		{"untouched", "", true},
-		{"a file in work", "echo secret > left", false},
-		{"a dir in work", "mkdir sub", false},
-		{"a file in tmp", `echo secret > "$TMPDIR/left"`, false},
-		{"a file beside work", "echo secret > ../left", false},
-		{"work made open", "chmod 0777 .", false},
-		{"tmp removed", `rmdir "$TMPDIR"`, false},
+		{"untouched", "", false, true},
+		{"a file in work", "echo secret > left", false, false},
+		{"a dir in work", "mkdir sub", false, false},
+		{"a file in tmp", `echo secret > "$TMPDIR/left"`, false, false},
+		{"a file beside work", "echo secret > ../left", false, false},
+		{"work made open", "chmod 0777 .", false, false},
+		{"tmp removed", `rmdir "$TMPDIR"`, false, false},
+		{"the log held open", "", true, false},
+		{"the log removed", "rm ../env.log", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPlugin(t, t.TempDir(), nil)
+			stateDir := t.TempDir()
+			p := newPlugin(t, stateDir, nil)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			first := deploy(t, p, testSpec())
+			first := deploy(t, p, testSpec("TESTENV_SAY=the first episode's output"))
 			root := rootOf(t, p, first.ID)
+			if tc.hold {
+				f, err := os.OpenFile(filepath.Join(root, envLog), os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+			}
+			firstState, err := os.Stat(statePath(stateDir, first.ID))
+			if err != nil {
+				t.Fatal(err)
+			}
 			if tc.episode != "" {
 				if r, err := p.Exec(ctx, first, []string{"sh", "-c", tc.episode}); err != nil || r.ExitCode != 0 {
 					t.Fatalf("Exec: %+v, %v", r, err)
@@ -72,6 +91,20 @@ func TestTeardownKeepsPristineDirsForTheNextDeploy(t *testing.T) {
 			if tc.kept != (len(spares) == 1) || len(spares) > 1 {
 				t.Fatalf("spares after the teardown: %v, want kept = %v", spares, tc.kept)
 			}
+			// Nothing of the episode is at rest in a spare: its log is empty.
+			if tc.kept {
+				if fi, err := os.Stat(filepath.Join(spares[0], envLog)); err != nil || fi.Size() != 0 {
+					t.Fatalf("the spare's log: %v, %v", fi, err)
+				}
+			}
+			// The state file is kept whatever the env did, emptied.
+			stateSpares, _ := filepath.Glob(filepath.Join(stateDir, spareFilePrefix+spareOwner()+"-*"))
+			if len(stateSpares) != 1 {
+				t.Fatalf("state spares after the teardown: %v", stateSpares)
+			}
+			if fi, err := os.Stat(stateSpares[0]); err != nil || fi.Size() != 0 || fi.Mode() != 0o600 {
+				t.Fatalf("the spare state file: %v, %v", fi, err)
+			}
 			second := deploy(t, p, testSpec())
 			if err := echo(t, second.Endpoint); err != nil {
 				t.Fatal(err)
@@ -89,8 +122,14 @@ func TestTeardownKeepsPristineDirsForTheNextDeploy(t *testing.T) {
 			if left := ourSpares(t); len(left) != 0 {
 				t.Errorf("spares after the next deploy: %v", left)
 			}
+			if next, err := os.Stat(statePath(stateDir, second.ID)); err != nil || !os.SameFile(firstState, next) {
+				t.Errorf("the next deploy's state file is not the first's, renamed (%v)", err)
+			}
 			// Whatever the first episode left, the second finds its dirs
-			// as a fresh deploy makes them.
+			// as a fresh deploy makes them, its log its own.
+			if log, err := os.ReadFile(filepath.Join(next, envLog)); err != nil || strings.Contains(string(log), "first episode") {
+				t.Errorf("the second env's log: %q, %v", log, err)
+			}
 			for dir, want := range map[string][]string{next: {envLog, "tmp", "work"}, filepath.Join(next, "work"): nil, filepath.Join(next, "tmp"): nil} {
 				entries, err := os.ReadDir(dir)
 				if err != nil {
@@ -116,6 +155,9 @@ func TestTeardownKeepsPristineDirsForTheNextDeploy(t *testing.T) {
 			if left := ourSpares(t); len(left) != 0 {
 				t.Errorf("spares after Cleanup: %v", left)
 			}
+			if left, _ := filepath.Glob(filepath.Join(stateDir, spareFilePrefix+"*")); len(left) != 0 {
+				t.Errorf("state spares after Cleanup: %v", left)
+			}
 		})
 	}
 }
@@ -139,11 +181,19 @@ func TestListReapsSparesOfGonePlugins(t *testing.T) {
 		}
 		t.Cleanup(func() { os.RemoveAll(dir) })
 	}
-	p := newPlugin(t, t.TempDir(), nil)
+	stateDir := t.TempDir()
+	deadState := filepath.Join(stateDir, spareFilePrefix+strconv.Itoa(gone.Process.Pid)+".12345-1")
+	liveState := filepath.Join(stateDir, spareFilePrefix+spareOwner()+"-999999")
+	for _, f := range []string{deadState, liveState} {
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := newPlugin(t, stateDir, nil)
 	if _, err := p.List(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	for dir, want := range map[string]bool{dead: false, reused: false, live: true, foreign: true} {
+	for dir, want := range map[string]bool{dead: false, reused: false, live: true, foreign: true, deadState: false, liveState: true} {
 		if _, err := os.Stat(dir); (err == nil) != want {
 			t.Errorf("%s: exists = %v, want %v", filepath.Base(dir), err == nil, want)
 		}
@@ -153,7 +203,7 @@ func TestListReapsSparesOfGonePlugins(t *testing.T) {
 // The spares one plugin keeps are bounded: past maxSpares a teardown
 // removes the dirs.
 func TestSparesAreBounded(t *testing.T) {
-	var s spareDirs
+	s := spares{prefix: sparePrefix}
 	t.Cleanup(func() { _ = s.drain() })
 	for i := range maxSpares + 2 {
 		root := filepath.Join(t.TempDir(), rootPrefix+strconv.Itoa(i))

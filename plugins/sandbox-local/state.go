@@ -71,18 +71,23 @@ func writeState(dir string, st *state) error {
 }
 
 // createState writes a new sandbox's state file, once, before its env
-// starts. Its id is new, so the file is created exclusive (0600) and
-// filled by one write, with no temp file and rename: a reader that opens
+// starts. Its id is new, so the file is created exclusive (0600), or a
+// spare renamed to it where none is there, and filled by one write, with no temp file and rename: a reader that opens
 // it in between finds it empty and skips it (readStates), as it skips a
 // state not yet written, and no one else reads a sandbox's state before
 // its deploy returns.
-func createState(dir string, st *state) error {
+func (p *Plugin) createState(dir string, st *state) error {
 	data, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
 	path := statePath(dir, st.ID)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	var f *os.File
+	if p.spareStates.take(path) { // an empty spare, renamed to it
+		f, err = os.OpenFile(path, os.O_WRONLY, 0)
+	} else {
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		if err = os.MkdirAll(dir, 0o700); err == nil {
 			f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -149,8 +154,14 @@ func readStates(dir string) ([]*state, error) {
 	return out, nil
 }
 
-func removeState(dir, id string) error {
-	err := os.Remove(statePath(dir, id))
+// removeState removes a sandbox's state file: kept as a spare (emptied)
+// where it can be, else removed.
+func (p *Plugin) removeState(dir, id string) error {
+	path := statePath(dir, id)
+	if _, err := os.Lstat(path); err == nil && p.recycleState(path) {
+		return nil
+	}
+	err := os.Remove(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
