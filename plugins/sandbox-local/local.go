@@ -172,9 +172,10 @@ type Plugin struct {
 	// listening learns how long each env command takes to listen, so a
 	// deploy's readiness probes start near then.
 	listening hostenv.ListenTimes
-	// spareRoots and spareStates are the temp dirs and state files of
-	// torn-down envs, kept for later deploys (spares.go).
-	spareRoots, spareStates spares
+	// spareRoots, spareStates and sparePorts are the temp dirs, state
+	// files and port reservations of torn-down envs, kept for later
+	// deploys (spares.go).
+	spareRoots, spareStates, sparePorts spares
 }
 
 var _ sandbox.Plugin = (*Plugin)(nil)
@@ -184,7 +185,7 @@ var _ sdk.Cleaner = (*Plugin)(nil)
 // New returns the local sandbox with the default configuration.
 func New() *Plugin {
 	p := &Plugin{log: defaultLogger(), cfg: DefaultConfig(), procs: map[string]*proc{}, modes: map[string]string{},
-		spareRoots: spares{prefix: sparePrefix}, spareStates: spares{prefix: spareFilePrefix}}
+		spareRoots: spares{prefix: sparePrefix}, spareStates: spares{prefix: spareFilePrefix}, sparePorts: spares{prefix: spareFilePrefix, makeFiles: true}}
 	pool, _ := newSubnetPool(p.cfg.SubnetBase, p.cfg.SubnetSize)
 	p.docker = newEngine("", pool, p.cfg.ParallelOps, p.cfg.ParallelBuilds, p.log)
 	return p
@@ -514,7 +515,7 @@ func (p *Plugin) forget(st *state) {
 		p.log.Warn("removing sandbox state", "id", st.ID, "error", err)
 	}
 	if st.Port != 0 {
-		ports(cfg.StateDir).Release(st.Port, st.ID)
+		p.ports(cfg.StateDir).Release(st.Port, st.ID)
 	}
 	p.mu.Lock()
 	delete(p.procs, st.ID)

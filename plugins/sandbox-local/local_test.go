@@ -518,8 +518,8 @@ func TestConfigure(t *testing.T) {
 }
 
 // stateLeft lists the state files and port reservations in stateDir.
-// stateLeft lists what records a sandbox in stateDir: anything but the
-// ports folder and this process's spares (empty files, records of none).
+// stateLeft lists what records a sandbox in stateDir: anything but this
+// process's spares (state files cut to a byte, released reservations).
 func stateLeft(stateDir string) []string {
 	var left []string
 	entries, _ := os.ReadDir(stateDir)
@@ -527,14 +527,16 @@ func stateLeft(stateDir string) []string {
 		if e.Name() == "ports" {
 			continue
 		}
-		if fi, err := e.Info(); err == nil && fi.Size() == 0 && strings.HasPrefix(e.Name(), spareFilePrefix+spareOwner()+"-") {
+		if fi, err := e.Info(); err == nil && fi.Size() <= 1 && strings.HasPrefix(e.Name(), spareFilePrefix+spareOwner()+"-") {
 			continue
 		}
 		left = append(left, e.Name())
 	}
 	ports, _ := os.ReadDir(portsDir(stateDir))
 	for _, e := range ports {
-		left = append(left, "ports/"+e.Name())
+		if !strings.HasPrefix(e.Name(), spareFilePrefix+spareOwner()+"-") {
+			left = append(left, "ports/"+e.Name())
+		}
 	}
 	return left
 }

@@ -12,9 +12,10 @@ import (
 func portsDir(stateDir string) string { return filepath.Join(stateDir, "ports") }
 
 // ports reserves the ports of the sandboxes recorded in stateDir: a
-// reservation whose sandbox has no state file any more is stale.
-func ports(stateDir string) hostenv.Ports {
-	return hostenv.Ports{Dir: portsDir(stateDir), Held: hostenv.HeldWhileExists(func(id string) string {
+// reservation whose sandbox has no state file any more is stale. Released
+// reservations are kept as spares for the next ones.
+func (p *Plugin) ports(stateDir string) hostenv.Ports {
+	return hostenv.Ports{Dir: portsDir(stateDir), Spares: &p.sparePorts, Held: hostenv.HeldWhileExists(func(id string) string {
 		return statePath(stateDir, id)
 	})}
 }

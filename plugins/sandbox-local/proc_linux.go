@@ -227,12 +227,6 @@ func exitError(code int32, status int) error {
 	}
 }
 
-// renameNoReplace renames oldpath to newpath, failing with fs.ErrExist
-// where newpath is there.
-func renameNoReplace(oldpath, newpath string) error {
-	return unix.Renameat2(unix.AT_FDCWD, oldpath, unix.AT_FDCWD, newpath, unix.RENAME_NOREPLACE)
-}
-
 // truncateUnheld empties the file at path if no other process has it
 // open for writing: a write lease is granted only then (fcntl(2),
 // F_SETLEASE). False: it is held, or could not be checked or emptied.

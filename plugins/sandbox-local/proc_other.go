@@ -37,8 +37,5 @@ func withPidfd(*syscall.SysProcAttr) *int { fd := -1; return &fd }
 // waitExit reaps the env's leader: cmd.Wait.
 func waitExit(cmd *exec.Cmd, _ int) error { return cmd.Wait() }
 
-// renameNoReplace is not offered here: spares are off without /proc.
-func renameNoReplace(string, string) error { return errors.ErrUnsupported }
-
 // truncateUnheld cannot tell here: spares are off without /proc.
 func truncateUnheld(string) bool { return false }

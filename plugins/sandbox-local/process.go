@@ -93,7 +93,7 @@ func (p *Plugin) deployProcess(ctx context.Context, spec sandbox.Spec) (sandbox.
 func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config) (_ sandbox.Sandbox, portLost bool, _ error) {
 	argv := hostenv.ResolveCommand(spec.Dir, spec.Command)
 	id := newID()
-	port, err := ports(cfg.StateDir).Alloc(id)
+	port, err := p.ports(cfg.StateDir).Alloc(id)
 	if err != nil {
 		return sandbox.Sandbox{}, false, fmt.Errorf("sandbox-local: env %q: %w", spec.Env, err)
 	}
@@ -127,11 +127,15 @@ func (p *Plugin) startProcess(ctx context.Context, spec sandbox.Spec, cfg Config
 		return abandon(err)
 	}
 	var logf *os.File
-	if !p.spareRoots.take(root) {
+	if p.spareRoots.takeTo(root) {
+		// A spare's log is there, empty (truncateUnheld): opened as
+		// OpenLog opens it, less the truncation.
+		logf, err = os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND, 0)
+	} else {
 		err = errors.Join(os.Mkdir(root, 0o700), os.Mkdir(work, 0o700), os.Mkdir(tmp, 0o700))
-	}
-	if err == nil {
-		logf, err = hostenv.OpenLog(logPath)
+		if err == nil {
+			logf, err = hostenv.OpenLog(logPath)
+		}
 	}
 	p.watchLogs()
 	if err != nil {

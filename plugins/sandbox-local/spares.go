@@ -11,12 +11,14 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/agentenv/agentenv/sdk/sandbox/hostenv"
 )
 
 // A process sandbox's temp dir (root, env.log, work/, tmp/) and its state file
 // outlive its env: once the env is gone and the dirs are as the deploy made
 // them (empty, 0700), teardown renames the root aside as a spare, and the
-// state file, emptied, likewise; a later deploy renames a spare to its own
+// state file, cut to a byte, likewise; a later deploy renames a spare to its own
 // root, and one to its own state file, instead of making three dirs and
 // two files. Making and removing them was most of what a deploy cost the file
 // system: on ext4 without a journal every new inode is found by stepping
@@ -43,11 +45,16 @@ const (
 
 // spares is a pool of spare dirs or files, named prefix<owner>-<n> in
 // their folder.
+var _ hostenv.Spares = (*spares)(nil)
+
 type spares struct {
 	prefix string
-	mu     sync.Mutex
-	paths  []string // newest last
-	n      int      // names handed out
+	// makeFiles: Take makes a spare file where the pool has none (the
+	// port reservations: each is a file renamed into place).
+	makeFiles bool
+	mu        sync.Mutex
+	paths     []string // newest last
+	n         int      // names handed out
 }
 
 // owner is this process's part of a spare's name.
@@ -55,19 +62,15 @@ func spareOwner() string {
 	return strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(selfStart, 10)
 }
 
-// take renames a spare to dst, which must not exist; false: none was
-// left, and the caller makes dst.
-func (s *spares) take(dst string) bool {
+// takeTo renames a spare to dst, which must not exist; false: none was
+// left (or dst is there), and the caller makes dst.
+func (s *spares) takeTo(dst string) bool {
 	for {
-		s.mu.Lock()
-		if len(s.paths) == 0 {
-			s.mu.Unlock()
+		src, ok := s.pop()
+		if !ok {
 			return false
 		}
-		src := s.paths[len(s.paths)-1]
-		s.paths = s.paths[:len(s.paths)-1]
-		s.mu.Unlock()
-		err := renameNoReplace(src, dst)
+		err := hostenv.RenameNoReplace(src, dst)
 		if err == nil {
 			return true
 		}
@@ -79,24 +82,66 @@ func (s *spares) take(dst string) bool {
 	}
 }
 
+// Take hands out a spare, no longer the pool's; with none, a pool that
+// makes files makes one in dir, empty (hostenv.Spares).
+func (s *spares) Take(dir string) (string, bool) {
+	if src, ok := s.pop(); ok {
+		return src, true
+	}
+	if !s.makeFiles || !procScan {
+		return "", false
+	}
+	path := s.name(dir)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrNotExist) && os.MkdirAll(dir, 0o700) == nil {
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	}
+	if err != nil {
+		return "", false
+	}
+	return path, f.Close() == nil
+}
+
+// pop takes the newest spare out of the pool.
+func (s *spares) pop() (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.paths) == 0 {
+		return "", false
+	}
+	src := s.paths[len(s.paths)-1]
+	s.paths = s.paths[:len(s.paths)-1]
+	return src, true
+}
+
+// name is a new spare's name in dir.
+func (s *spares) name(dir string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	return filepath.Join(dir, s.prefix+spareOwner()+"-"+strconv.Itoa(s.n))
+}
+
 func (s *spares) putBack(path string) {
 	s.mu.Lock()
 	s.paths = append(s.paths, path)
 	s.mu.Unlock()
 }
 
-// put renames src aside as a spare; false: the pool is full (or spares
-// are off here), and the caller removes src.
-func (s *spares) put(src string) bool {
+// Put renames src aside as a spare; false: the pool is full (or spares
+// are off here), and the caller removes src (hostenv.Spares).
+func (s *spares) Put(src string) bool {
 	if !procScan {
 		return false // no /proc to tell a live owner from a gone one
 	}
 	s.mu.Lock()
 	full := len(s.paths) >= maxSpares
-	s.n++
-	name := filepath.Join(filepath.Dir(src), s.prefix+spareOwner()+"-"+strconv.Itoa(s.n))
 	s.mu.Unlock()
-	if full || os.Rename(src, name) != nil {
+	if full {
+		return false
+	}
+	name := s.name(filepath.Dir(src))
+	if os.Rename(src, name) != nil {
 		return false
 	}
 	s.putBack(name)
@@ -189,19 +234,22 @@ func reapSpares(dir, prefix string) error {
 // false: the caller removes it.
 func (p *Plugin) recycleRoot(root string) bool {
 	log := filepath.Join(root, envLog)
-	return pristine(root) && truncateUnheld(log) && p.spareRoots.put(root)
+	return pristine(root) && truncateUnheld(log) && p.spareRoots.Put(root)
 }
 
-// recycleState keeps a torn-down env's state file as a spare, emptied;
-// false: the caller removes it.
+// recycleState keeps a torn-down env's state file as a spare, cut to its
+// first byte (the env's environment is not kept at rest; not to 0, which
+// on ext4 makes the next write's close flush it to the disk:
+// auto_da_alloc); false: the caller removes it.
 func (p *Plugin) recycleState(path string) bool {
-	return os.Truncate(path, 0) == nil && p.spareStates.put(path)
+	return os.Truncate(path, 1) == nil && p.spareStates.Put(path)
 }
 
 // reapSpares removes the spares of plugin processes that are gone, in the
-// temp dir and in stateDir.
+// temp dir, in stateDir and in its ports folder.
 func (p *Plugin) reapSpares(stateDir string) {
-	err := errors.Join(reapSpares(os.TempDir(), sparePrefix), reapSpares(stateDir, spareFilePrefix))
+	err := errors.Join(reapSpares(os.TempDir(), sparePrefix), reapSpares(stateDir, spareFilePrefix),
+		reapSpares(portsDir(stateDir), spareFilePrefix))
 	if err != nil {
 		p.log.Warn("removing spares of plugin processes that are gone", "error", err)
 	}
@@ -209,4 +257,6 @@ func (p *Plugin) reapSpares(stateDir string) {
 
 // Cleanup removes the spares this plugin keeps (sdk.Cleaner): the host has
 // torn its envs down before it stops the plugin.
-func (p *Plugin) Cleanup() error { return errors.Join(p.spareRoots.drain(), p.spareStates.drain()) }
+func (p *Plugin) Cleanup() error {
+	return errors.Join(p.spareRoots.drain(), p.spareStates.drain(), p.sparePorts.drain())
+}

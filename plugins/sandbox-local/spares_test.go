@@ -9,7 +9,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentenv/agentenv/sdk/sandbox"
 )
+
+// portOf is the port a process sandbox's handle names.
+func portOf(t *testing.T, sb sandbox.Sandbox) int {
+	t.Helper()
+	st, ok := fromHandle(sb)
+	if !ok || st.Port == 0 {
+		t.Fatalf("no port in the handle of %s", sb.ID)
+	}
+	return st.Port
+}
 
 // ourSpares lists the spare temp dirs this test process keeps.
 func ourSpares(t *testing.T) []string {
@@ -33,7 +45,7 @@ func rootOf(t *testing.T, p *Plugin, id string) string {
 // A torn-down env's temp dir, left as the deploy made it, is the next
 // deploy's (the same dirs, renamed), empty; one the env wrote into, or
 // changed, is removed as before and never handed out. Its state file,
-// emptied, is the next deploy's whatever the env did.
+// cut to a byte, is the next deploy's whatever the env did.
 func TestTeardownKeepsPristineDirsForTheNextDeploy(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -72,6 +84,10 @@ func TestTeardownKeepsPristineDirsForTheNextDeploy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			firstPort, err := os.Lstat(filepath.Join(portsDir(stateDir), strconv.Itoa(portOf(t, first))))
+			if err != nil {
+				t.Fatal(err)
+			}
 			if tc.episode != "" {
 				if r, err := p.Exec(ctx, first, []string{"sh", "-c", tc.episode}); err != nil || r.ExitCode != 0 {
 					t.Fatalf("Exec: %+v, %v", r, err)
@@ -97,12 +113,13 @@ func TestTeardownKeepsPristineDirsForTheNextDeploy(t *testing.T) {
 					t.Fatalf("the spare's log: %v, %v", fi, err)
 				}
 			}
-			// The state file is kept whatever the env did, emptied.
+			// The state file is kept whatever the env did, cut to a byte:
+			// nothing of the env's record (its environment) at rest.
 			stateSpares, _ := filepath.Glob(filepath.Join(stateDir, spareFilePrefix+spareOwner()+"-*"))
 			if len(stateSpares) != 1 {
 				t.Fatalf("state spares after the teardown: %v", stateSpares)
 			}
-			if fi, err := os.Stat(stateSpares[0]); err != nil || fi.Size() != 0 || fi.Mode() != 0o600 {
+			if fi, err := os.Stat(stateSpares[0]); err != nil || fi.Size() != 1 || fi.Mode() != 0o600 {
 				t.Fatalf("the spare state file: %v, %v", fi, err)
 			}
 			second := deploy(t, p, testSpec())
@@ -124,6 +141,9 @@ func TestTeardownKeepsPristineDirsForTheNextDeploy(t *testing.T) {
 			}
 			if next, err := os.Stat(statePath(stateDir, second.ID)); err != nil || !os.SameFile(firstState, next) {
 				t.Errorf("the next deploy's state file is not the first's, renamed (%v)", err)
+			}
+			if next, err := os.Lstat(filepath.Join(portsDir(stateDir), strconv.Itoa(portOf(t, second)))); err != nil || !os.SameFile(firstPort, next) {
+				t.Errorf("the next deploy's port reservation is not the first's, renamed (%v)", err)
 			}
 			// Whatever the first episode left, the second finds its dirs
 			// as a fresh deploy makes them, its log its own.
@@ -184,7 +204,11 @@ func TestListReapsSparesOfGonePlugins(t *testing.T) {
 	stateDir := t.TempDir()
 	deadState := filepath.Join(stateDir, spareFilePrefix+strconv.Itoa(gone.Process.Pid)+".12345-1")
 	liveState := filepath.Join(stateDir, spareFilePrefix+spareOwner()+"-999999")
-	for _, f := range []string{deadState, liveState} {
+	deadPort := filepath.Join(portsDir(stateDir), spareFilePrefix+strconv.Itoa(gone.Process.Pid)+".12345-2")
+	if err := os.MkdirAll(portsDir(stateDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{deadState, liveState, deadPort} {
 		if err := os.WriteFile(f, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +217,7 @@ func TestListReapsSparesOfGonePlugins(t *testing.T) {
 	if _, err := p.List(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	for dir, want := range map[string]bool{dead: false, reused: false, live: true, foreign: true, deadState: false, liveState: true} {
+	for dir, want := range map[string]bool{dead: false, reused: false, live: true, foreign: true, deadState: false, liveState: true, deadPort: false} {
 		if _, err := os.Stat(dir); (err == nil) != want {
 			t.Errorf("%s: exists = %v, want %v", filepath.Base(dir), err == nil, want)
 		}
@@ -212,7 +236,7 @@ func TestSparesAreBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if kept := s.put(root); kept != (i < maxSpares) {
+		if kept := s.Put(root); kept != (i < maxSpares) {
 			t.Fatalf("put %d: kept = %v", i, kept)
 		}
 	}

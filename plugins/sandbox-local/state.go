@@ -83,7 +83,7 @@ func (p *Plugin) createState(dir string, st *state) error {
 	}
 	path := statePath(dir, st.ID)
 	var f *os.File
-	if p.spareStates.take(path) { // an empty spare, renamed to it
+	if p.spareStates.takeTo(path) { // a spare of one byte, renamed to it: written over
 		f, err = os.OpenFile(path, os.O_WRONLY, 0)
 	} else {
 		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
