@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -50,6 +51,18 @@ func envsUnder(dir string) []int {
 		}
 	}
 	return out
+}
+
+// sandboxLeftovers lists what the process sandbox keeps of its envs in a
+// server's TMPDIR (temp dirs, spares) and state dir (state files, spare
+// ones, port reservations): nothing, once the server has stopped.
+func sandboxLeftovers(tmp, state string) []string {
+	left, _ := filepath.Glob(filepath.Join(tmp, "agentenv-local-*"))
+	for _, pattern := range []string{"*.json", ".spare-*", "ports/*"} {
+		m, _ := filepath.Glob(filepath.Join(state, pattern))
+		left = append(left, m...)
+	}
+	return left
 }
 
 // load keeps n clients playing GridSim days until stop is closed; failures
@@ -156,7 +169,23 @@ func TestServeChaosKillsLeaveNothing(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(state, "*.json")); len(left) > 0 {
 		t.Errorf("state files left after the restart: %v", left)
 	}
+	// The restarted server plays on: its teardowns keep their envs' files
+	// as spares, until it stops.
+	stop := make(chan struct{})
+	wg := load(t, addr, 2, stop)
+	wait.For(t, "a teardown to keep spares", func() error {
+		if spares, _ := filepath.Glob(filepath.Join(tmp, "agentenv-local-spare-*")); len(spares) == 0 {
+			return errors.New("no spare temp dir yet")
+		}
+		return nil
+	})
+	close(stop)
+	wg.Wait()
 	if code := final.signalAndWait(t, syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("exit %d after SIGTERM:\n%s", code, final.log)
+	}
+	// A stopped plugin keeps no spares either.
+	if left := sandboxLeftovers(tmp, state); len(left) > 0 {
+		t.Errorf("left after the last server stopped: %v", left)
 	}
 }

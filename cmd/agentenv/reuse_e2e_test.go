@@ -114,4 +114,8 @@ func TestServeReusedEnvsKilledLeaveNothing(t *testing.T) {
 	if code := final.signalAndWait(t, syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("exit %d after SIGTERM:\n%s", code, final.log)
 	}
+	// A stopped plugin keeps no spares either.
+	if left := sandboxLeftovers(tmp, state); len(left) > 0 {
+		t.Errorf("left after the last server stopped: %v", left)
+	}
 }

@@ -506,16 +506,25 @@ func (p *Plugin) pidOf(st *state, sb sandbox.Sandbox) bool {
 // forget removes every trace of a sandbox that has stopped.
 func (p *Plugin) forget(st *state) {
 	cfg := p.config()
-	if st.Root != "" && strings.HasPrefix(filepath.Base(st.Root), rootPrefix) && !p.recycleRoot(st.Root) {
+	// Only the files of an env this process deployed are kept as spares:
+	// those of another process's (a restart's reap) are deleted.
+	p.mu.Lock()
+	_, keep := p.procs[st.ID]
+	p.mu.Unlock()
+	if st.Root != "" && strings.HasPrefix(filepath.Base(st.Root), rootPrefix) && !(keep && p.recycleRoot(st.Root)) {
 		if err := removeRoot(st.Root); err != nil {
 			p.log.Warn("removing sandbox dir", "id", st.ID, "dir", st.Root, "error", err)
 		}
 	}
-	if err := p.removeState(cfg.StateDir, st.ID); err != nil {
+	if err := p.removeState(cfg.StateDir, st.ID, keep); err != nil {
 		p.log.Warn("removing sandbox state", "id", st.ID, "error", err)
 	}
 	if st.Port != 0 {
-		p.ports(cfg.StateDir).Release(st.Port, st.ID)
+		ports := p.ports(cfg.StateDir)
+		if !keep {
+			ports.Spares = nil
+		}
+		ports.Release(st.Port, st.ID)
 	}
 	p.mu.Lock()
 	delete(p.procs, st.ID)

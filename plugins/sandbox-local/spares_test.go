@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentenv/agentenv/sdk/sandbox"
+	"github.com/agentenv/agentenv/sdk/sdktest/wait"
 )
 
 // portOf is the port a process sandbox's handle names.
@@ -189,13 +191,32 @@ func TestListReapsSparesOfGonePlugins(t *testing.T) {
 	if err := gone.Run(); err != nil {
 		t.Fatal(err)
 	}
+	// A plugin killed with its server is a zombie until someone reaps it:
+	// gone too.
+	zombie := exec.Command("true")
+	if err := zombie.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = zombie.Wait() })
+	zpid := zombie.Process.Pid
+	zstart, ok := procStart(zpid)
+	if !ok {
+		t.Fatal("no start time for the zombie")
+	}
+	wait.For(t, "the child to exit (a zombie, unreaped)", func() error {
+		if f, ok := procStat(zpid); !ok || f[0][0] != 'Z' {
+			return fmt.Errorf("pid %d is not a zombie yet", zpid)
+		}
+		return nil
+	})
 	tmp := os.TempDir()
 	dead := filepath.Join(tmp, sparePrefix+strconv.Itoa(gone.Process.Pid)+".12345-1")
+	undead := filepath.Join(tmp, sparePrefix+strconv.Itoa(zpid)+"."+strconv.FormatUint(zstart, 10)+"-1")
 	live := filepath.Join(tmp, sparePrefix+spareOwner()+"-999999")
 	// This process under another start time: a reused pid, so gone too.
 	reused := filepath.Join(tmp, sparePrefix+strconv.Itoa(os.Getpid())+"."+strconv.FormatUint(selfStart+1, 10)+"-1")
 	foreign := filepath.Join(tmp, sparePrefix+"not-ours")
-	for _, dir := range []string{dead, live, reused, foreign} {
+	for _, dir := range []string{dead, undead, live, reused, foreign} {
 		if err := os.MkdirAll(filepath.Join(dir, "work"), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +238,7 @@ func TestListReapsSparesOfGonePlugins(t *testing.T) {
 	if _, err := p.List(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	for dir, want := range map[string]bool{dead: false, reused: false, live: true, foreign: true, deadState: false, liveState: true, deadPort: false} {
+	for dir, want := range map[string]bool{dead: false, undead: false, reused: false, live: true, foreign: true, deadState: false, liveState: true, deadPort: false} {
 		if _, err := os.Stat(dir); (err == nil) != want {
 			t.Errorf("%s: exists = %v, want %v", filepath.Base(dir), err == nil, want)
 		}

@@ -154,11 +154,11 @@ func readStates(dir string) ([]*state, error) {
 	return out, nil
 }
 
-// removeState removes a sandbox's state file: kept as a spare (emptied)
-// where it can be, else removed.
-func (p *Plugin) removeState(dir, id string) error {
+// removeState removes a sandbox's state file: with keep, kept as a spare
+// where it can be.
+func (p *Plugin) removeState(dir, id string, keep bool) error {
 	path := statePath(dir, id)
-	if _, err := os.Lstat(path); err == nil && p.recycleState(path) {
+	if _, err := os.Lstat(path); err == nil && keep && p.recycleState(path) {
 		return nil
 	}
 	err := os.Remove(path)
