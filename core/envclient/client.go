@@ -230,33 +230,22 @@ func (c *Client) leanListTools(ctx context.Context) ([]Tool, error) {
 		if page > 1000 {
 			return nil, fmt.Errorf("listing tools of %s: more than 1000 pages; the env's cursor does not advance", c.endpoint)
 		}
-		res, err := c.lean.list(ctx, c.endpoint, cursor)
+		raw, err := c.lean.list(ctx, c.endpoint, cursor)
 		if err != nil {
 			if errors.Is(err, errSDKList) {
 				return nil, err
 			}
 			return nil, fmt.Errorf("listing tools of %s: %w", c.endpoint, err)
 		}
-		for _, t := range res.Tools {
-			if t == nil {
-				continue // as the SDK drops a null entry
-			}
-			schema := json.RawMessage(`{"type":"object"}`)
-			if len(t.InputSchema) > 0 && string(t.InputSchema) != "null" {
-				var v any
-				if err := json.Unmarshal(t.InputSchema, &v); err != nil {
-					return nil, fmt.Errorf("listing tools of %s: tool %q: input schema: %w", c.endpoint, t.Name, err)
-				}
-				if schema, err = json.Marshal(v); err != nil {
-					return nil, fmt.Errorf("listing tools of %s: tool %q: input schema: %w", c.endpoint, t.Name, err)
-				}
-			}
-			tools = append(tools, Tool{Name: t.Name, Description: t.Description, Parameters: schema})
+		pageTools, next, err := listed.page(raw)
+		if err != nil {
+			return nil, fmt.Errorf("listing tools of %s: %w", c.endpoint, err)
 		}
-		if res.NextCursor == "" {
+		tools = append(tools, pageTools...)
+		if next == "" {
 			return tools, nil
 		}
-		cursor = res.NextCursor
+		cursor = next
 	}
 }
 

@@ -116,8 +116,9 @@ type listPage struct {
 // schema with x-mcp-header annotations, which the SDK checks and may drop.
 var errSDKList = errors.New("tools/list left to the SDK")
 
-// list makes one tools/list request for the page at cursor.
-func (l *lean) list(ctx context.Context, endpoint, cursor string) (*listPage, error) {
+// list makes one tools/list request for the page at cursor and returns
+// its result as it came (listMemo.page reads it).
+func (l *lean) list(ctx context.Context, endpoint, cursor string) (json.RawMessage, error) {
 	params := struct {
 		Cursor string `json:"cursor,omitempty"`
 	}{cursor}
@@ -128,11 +129,7 @@ func (l *lean) list(ctx context.Context, endpoint, cursor string) (*listPage, er
 	if bytes.Contains(raw, []byte("x-mcp-header")) {
 		return nil, errSDKList
 	}
-	page := &listPage{}
-	if err := json.Unmarshal(raw, page); err != nil {
-		return nil, fmt.Errorf("calling %q: reading the result: %w", "tools/list", err)
-	}
-	return page, nil
+	return raw, nil
 }
 
 // rpc makes one JSON-RPC call on the session and returns its result.
