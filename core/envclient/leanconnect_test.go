@@ -65,6 +65,24 @@ func (r *recorder) start(t *testing.T, env string) string {
 	return srv.URL
 }
 
+// connect connects to the env behind the recorder once it answers, and
+// returns a client connected afresh with the count of requests noted
+// before it.
+func (r *recorder) connect(ctx context.Context, t *testing.T, url string) (*envclient.Client, int) {
+	t.Helper()
+	warm, err := envclient.Connect(ctx, url, envclient.Options{}) // waits for the env
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm.Close()
+	from := r.count()
+	c, err := envclient.Connect(ctx, url, envclient.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, from
+}
+
 // since returns the requests noted from i on.
 func (r *recorder) since(i int) []string {
 	r.mu.Lock()
@@ -85,16 +103,7 @@ func TestLeanConnectEndsItsSession(t *testing.T) {
 	url := rec.start(t, startEnv(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	warm, err := envclient.Connect(ctx, url, envclient.Options{}) // waits for the env
-	if err != nil {
-		t.Fatal(err)
-	}
-	warm.Close()
-	from := rec.count()
-	c, err := envclient.Connect(ctx, url, envclient.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, from := rec.connect(ctx, t, url)
 	if !c.Lean() {
 		t.Fatal("a 2025-11-25 session is not lean")
 	}
@@ -124,16 +133,7 @@ func TestLeanConnectLeavesOtherVersionsToTheSDK(t *testing.T) {
 	url := rec.start(t, startEnv(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	warm, err := envclient.Connect(ctx, url, envclient.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	warm.Close()
-	from := rec.count()
-	c, err := envclient.Connect(ctx, url, envclient.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, from := rec.connect(ctx, t, url)
 	defer c.Close()
 	if c.Lean() {
 		t.Fatal("a 2024-11-05 session is lean")
