@@ -15,24 +15,27 @@ import (
 	"github.com/agentenv/agentenv/sdk/sandbox/hostenv"
 )
 
-// A process sandbox's temp dir (root, env.log, work/, tmp/) and its state file
-// outlive its env: once the env is gone and the dirs are as the deploy made
-// them (empty, 0700), teardown renames the root aside as a spare, and the
-// state file, cut to a byte, likewise; a later deploy renames a spare to its own
-// root, and one to its own state file, instead of making three dirs and
-// two files. Making and removing them was most of what a deploy cost the file
-// system: on ext4 without a journal every new inode is found by stepping
-// over the group's recently deleted ones (docs/performance.md), so each
-// deploy grew dearer the faster deploys came. A rename allocates nothing.
-// env.log is kept, emptied, only where no process holds it open (one that
-// outlived its group could write to it still), and a spare dir is handed
-// out only as it was put aside: nothing of an episode is in it.
+// A process sandbox's files outlive its env: its temp dir (root, env.log,
+// work/, tmp/), its state file and its port reservation. Once the env is
+// gone, teardown renames them aside as spares, and a later deploy renames
+// spares to its own instead of making three dirs and three files. Making
+// and deleting them was most of what a deploy cost the file system: on
+// ext4 without a journal every new inode is found by stepping over the
+// group's recently deleted ones (docs/performance.md), so each deploy grew
+// dearer the faster deploys came. A rename allocates nothing.
+//
+// A temp dir is kept only as the deploy made it (work/ and tmp/ empty,
+// 0700) and with no process holding env.log open for writing (one that
+// outlived its group could write to it still); its log is emptied, so a
+// spare dir holds nothing of an episode. A state file is cut to a byte.
+// Only this process's own envs' files are kept (forget).
 //
 // A spare's name says whose it is (agentenv-local-spare-<pid>.<start>-<n>
-// in the temp dir, .spare-<pid>.<start>-<n> in the state dir, where
-// listing skips dot files): the plugin removes its own at Cleanup, and a
-// later plugin those of a process that is gone (reapSpares), so a
-// SIGKILLed plugin leaves none past the next one's first List.
+// in the temp dir, .spare-<pid>.<start>-<n> in the state dir and its ports
+// folder, where listing skips dot files): the plugin removes its own at
+// Cleanup, and a later plugin those of a process that is gone
+// (reapSpares), so a SIGKILLed plugin leaves none past the next one's
+// first List.
 
 // maxSpares bounds the spares of each kind one plugin process keeps: about
 // the envs it runs at once, past which a teardown removes as before.

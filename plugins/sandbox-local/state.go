@@ -72,8 +72,9 @@ func writeState(dir string, st *state) error {
 
 // createState writes a new sandbox's state file, once, before its env
 // starts. Its id is new, so the file is created exclusive (0600), or a
-// spare renamed to it where none is there, and filled by one write, with no temp file and rename: a reader that opens
-// it in between finds it empty and skips it (readStates), as it skips a
+// spare renamed to it where none is there, and filled by one write, with
+// no temp file and rename: a reader that opens it in between finds it
+// empty (or a spare's one byte) and skips it (readStates), as it skips a
 // state not yet written, and no one else reads a sandbox's state before
 // its deploy returns.
 func (p *Plugin) createState(dir string, st *state) error {
