@@ -3,6 +3,7 @@ package baseline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
@@ -21,6 +22,13 @@ const Instance = "gridsim-baseline"
 type Local struct {
 	*runtime.Runtime
 	Sandbox *local.Plugin
+}
+
+// Close closes the runtime, which tears its envs down, then has the
+// sandbox remove the files it kept of them for later deploys (its
+// spares), as a plugin process does when the host stops it.
+func (l *Local) Close(ctx context.Context) error {
+	return errors.Join(l.Runtime.Close(ctx), l.Sandbox.Cleanup())
 }
 
 // LeftOver lists the sandboxes the baselines deployed that are still up,
