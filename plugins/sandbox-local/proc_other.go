@@ -3,7 +3,6 @@
 package local
 
 import (
-	"errors"
 	"os/exec"
 	"syscall"
 )
