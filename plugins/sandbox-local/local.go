@@ -425,12 +425,19 @@ func ownerAlive(st *state) bool {
 	if st.Owner == os.Getpid() {
 		return false
 	}
-	f, ok := procStat(st.Owner)
-	if !ok || f[0][0] == 'Z' { // gone, or a zombie nobody reaped yet
+	return running(st.Owner, st.OwnerStart)
+}
+
+// running reports whether process pid runs and, when start is not 0,
+// started then (a pid reused by a later process does not count). A zombie
+// nobody reaped yet, as a plugin killed with its server stays, is gone.
+func running(pid int, start uint64) bool {
+	f, ok := procStat(pid)
+	if !ok || f[0][0] == 'Z' {
 		return false
 	}
-	start, err := strconv.ParseUint(string(f[19]), 10, 64)
-	return err == nil && (st.OwnerStart == 0 || start == st.OwnerStart)
+	now, err := strconv.ParseUint(string(f[19]), 10, 64)
+	return err == nil && (start == 0 || now == start)
 }
 
 // Terminate stops a sandbox and removes every trace of it. A container is

@@ -221,8 +221,8 @@ func reapSpares(dir, prefix string) error {
 		if err1 != nil || err2 != nil {
 			continue // not a name we make
 		}
-		if f, ok := procStat(p); ok && f[0][0] != 'Z' && string(f[19]) == strconv.FormatUint(st, 10) {
-			continue // its plugin still runs (a zombie nobody reaped yet does not)
+		if st != 0 && running(p, st) {
+			continue // its plugin still runs
 		}
 		if err := os.RemoveAll(path); err != nil && !errors.Is(err, syscall.ENOENT) {
 			errs = append(errs, err)
