@@ -95,10 +95,7 @@ func (s *spares) Take(dir string) (string, bool) {
 		return "", false
 	}
 	path := s.name(dir)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrNotExist) && os.MkdirAll(dir, 0o700) == nil {
-		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	}
+	f, err := createExcl(path)
 	if err != nil {
 		return "", false
 	}

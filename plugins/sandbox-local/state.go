@@ -84,15 +84,12 @@ func (p *Plugin) createState(dir string, st *state) error {
 	}
 	path := statePath(dir, st.ID)
 	var f *os.File
-	if p.spareStates.takeTo(path) { // a spare of one byte, renamed to it: written over
+	took := p.spareStates.takeTo(path)
+	if took { // a spare of one byte, renamed to it: written over
 		f, err = os.OpenFile(path, os.O_WRONLY, 0)
-	} else {
-		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	}
-	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(dir, 0o700); err == nil {
-			f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		}
+	if !took || errors.Is(err, fs.ErrNotExist) {
+		f, err = createExcl(path)
 	}
 	if err != nil {
 		return fmt.Errorf("state file for %s: %w", st.ID, err)
@@ -106,6 +103,19 @@ func (p *Plugin) createState(dir string, st *state) error {
 		return fmt.Errorf("state file for %s: %w", st.ID, err)
 	}
 	return nil
+}
+
+// createExcl creates the file at path (0600) for writing, failing where
+// it exists; its folder is made (0700) on first use rather than checked
+// before every file.
+func createExcl(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
+			f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		}
+	}
+	return f, err
 }
 
 // readState reads one sandbox's state; an unknown id wraps ErrNotFound.
