@@ -162,12 +162,8 @@ func TestServeChaosKillsLeaveNothing(t *testing.T) {
 	if left := envsUnder(tmp); len(left) > 0 {
 		t.Errorf("env processes %v survived the restart", left)
 	}
-	dirs, _ := filepath.Glob(filepath.Join(tmp, "agentenv-local-*"))
-	if len(dirs) > 0 {
-		t.Errorf("sandbox temp dirs left after the restart: %v", dirs)
-	}
-	if left, _ := filepath.Glob(filepath.Join(state, "*.json")); len(left) > 0 {
-		t.Errorf("state files left after the restart: %v", left)
+	if left := sandboxLeftovers(tmp, state); len(left) > 0 {
+		t.Errorf("left after the restart (temp dirs, spares, state files, reservations): %v", left)
 	}
 	// The restarted server plays on: its teardowns keep their envs' files
 	// as spares, until it stops.

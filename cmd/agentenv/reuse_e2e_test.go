@@ -105,11 +105,8 @@ func TestServeReusedEnvsKilledLeaveNothing(t *testing.T) {
 	if left := envsUnder(tmp); len(left) > 0 {
 		t.Errorf("env processes %v survived the restart", left)
 	}
-	if dirs, _ := filepath.Glob(filepath.Join(tmp, "agentenv-local-*")); len(dirs) > 0 {
-		t.Errorf("sandbox temp dirs left after the restart: %v", dirs)
-	}
-	if left, _ := filepath.Glob(filepath.Join(state, "*.json")); len(left) > 0 {
-		t.Errorf("state files left after the restart: %v", left)
+	if left := sandboxLeftovers(tmp, state); len(left) > 0 {
+		t.Errorf("left after the restart (temp dirs, spares, state files, reservations): %v", left)
 	}
 	if code := final.signalAndWait(t, syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("exit %d after SIGTERM:\n%s", code, final.log)
