@@ -192,12 +192,18 @@ func (l *lean) exchange(ctx context.Context, endpoint, method string, params any
 	return raw, resp.Header.Get("Mcp-Session-Id"), err
 }
 
+// statusError says what an answer of an unexpected status said (its
+// first 512 bytes).
+func statusError(resp *http.Response, method string) error {
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	return fmt.Errorf("calling %q: %s: %s", method, resp.Status, strings.TrimSpace(string(msg)))
+}
+
 // readAnswer reads the JSON-RPC response to id from a call's answer.
 func readAnswer(resp *http.Response, method, id string) (json.RawMessage, error) {
 	var err error
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("calling %q: %s: %s", method, resp.Status, strings.TrimSpace(string(msg)))
+		return nil, statusError(resp, method)
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	var msg *rpcResponse
